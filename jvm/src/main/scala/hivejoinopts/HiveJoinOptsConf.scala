@@ -1,0 +1,92 @@
+package hivejoinopts
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.hivejoinopts.Flag
+import org.apache.spark.sql.internal.SQLConf
+
+/**
+ * Every flag of hive-join-opts. Each is declared once here with its doc, the version that added
+ * it, its type, the values it accepts and its default. Declaring a flag registers it with Spark,
+ * so a bad value fails at `SET` with a message that names the key.
+ *
+ * A rule runs only when the master switch, its family's switch and its own flag are all on; the
+ * flags are read at apply time, so `SET` takes effect on the next query of the session.
+ */
+object HiveJoinOptsConf {
+
+  val PREFIX = "spark.sql.hiveJoinOpts."
+
+  private val declared = mutable.ArrayBuffer.empty[Flag[_]]
+
+  private def flag[T](f: Flag[T]): Flag[T] = synchronized {
+    declared += f
+    f
+  }
+
+  /** Every flag, in declaration order. */
+  def entries: Seq[Flag[_]] = synchronized(declared.toList)
+
+  /** Forces the declarations below, so that Spark validates the flags from now on. */
+  def register(): Unit = entries
+
+  private val V010 = "0.1.0"
+
+  // ---- the whole extension ----
+
+  val ENABLED: Flag[Boolean] = flag(Flag.boolean(PREFIX + "enabled",
+    "Master switch of hive-join-opts. When false, no rule of the extension changes a plan.",
+    V010, default = true))
+
+  val STRICT: Flag[Boolean] = flag(Flag.boolean(PREFIX + "strict",
+    "When true, an unexpected failure inside a rule fails the query instead of falling back " +
+      "to the unrewritten plan. Meant for tests; keep it false in production.",
+    V010, default = false))
+
+  val DECISION_LOG_MAX_QUERIES: Flag[Int] = flag(Flag.int(PREFIX + "decisionLog.maxQueries",
+    "How many queries' decisions the driver keeps; the oldest are dropped first.",
+    V010, default = 100, _ > 0, "Must be a positive number of queries."))
+
+  val DECISION_LOG_MAX_DECISIONS_PER_QUERY: Flag[Int] = flag(Flag.int(
+    PREFIX + "decisionLog.maxDecisionsPerQuery",
+    "How many decisions are kept for one query; further ones are counted, not stored.",
+    V010, default = 500, _ > 0, "Must be a positive number of decisions."))
+
+  // ---- skew join ----
+
+  val SKEW_JOIN_ENABLED: Flag[Boolean] = flag(Flag.boolean(PREFIX + "skewJoin.enabled",
+    "Family switch of the skew-join rewrite: heavy-hitter join keys are joined map-side " +
+      "(broadcast) and the rest through the normal shuffle join.",
+    V010, default = true))
+
+  // ---- map-join pruning ----
+
+  val MAP_JOIN_PRUNING_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "mapJoinPruning.enabled",
+    "Family switch of map-join pruning: the join-key values of a small side prune the big " +
+      "side's partitions and are pushed into its Parquet/ORC scan.",
+    V010, default = true))
+
+  // ---- correlation ----
+
+  val CORRELATION_ENABLED: Flag[Boolean] = flag(Flag.boolean(PREFIX + "correlation.enabled",
+    "Family switch of the correlation optimizer: a table consumed twice on the same key is " +
+      "scanned and shuffled once, and consecutive shuffles on compatible keys become one.",
+    V010, default = true))
+
+  /** The three rule families; each rule belongs to one and is gated by its switch. */
+  sealed abstract class Family(val name: String, val switch: Flag[Boolean])
+  case object SkewJoin extends Family("skewJoin", SKEW_JOIN_ENABLED)
+  case object MapJoinPruning extends Family("mapJoinPruning", MAP_JOIN_PRUNING_ENABLED)
+  case object Correlation extends Family("correlation", CORRELATION_ENABLED)
+
+  def families: Seq[Family] = Seq(SkewJoin, MapJoinPruning, Correlation)
+
+  def enabled(conf: SQLConf): Boolean = ENABLED(conf)
+
+  def strict(conf: SQLConf): Boolean = STRICT(conf)
+
+  /** True when the master switch, the family switch and the rule's own flag are on. */
+  def ruleEnabled(conf: SQLConf, family: Family, ruleFlag: Flag[Boolean]): Boolean =
+    enabled(conf) && family.switch(conf) && ruleFlag(conf)
+}

@@ -1,0 +1,64 @@
+package hivejoinopts.bench
+
+import java.io.StringWriter
+
+import com.fasterxml.jackson.core.JsonFactory
+
+import org.apache.spark.sql.Dataset
+import org.apache.spark.sql.execution.{LeafExecNode, SparkPlan, SQLExecution}
+import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanHelper, QueryStageExec}
+import org.apache.spark.sql.execution.exchange.{BroadcastExchangeLike, ReusedExchangeExec, ShuffleExchangeLike}
+
+import hivejoinopts.compat.SparkShims
+
+/** What the benchmark knows about one run of a query. */
+object BenchRunner extends AdaptiveSparkPlanHelper {
+
+  /**
+   * Runs `ds` (consuming its rows on the executors) and returns, as JSON: the wall time including
+   * planning, the row count, the shuffles, broadcasts and scans of the executed plan (adaptive
+   * stages and subqueries included), the summed scan metrics and the tasks of every stage.
+   */
+  def run(ds: Dataset[_], collector: StageMetricsCollector): String = {
+    val qe = SparkShims.classicDataset(ds).queryExecution
+    collector.awaitIdle(10000)
+    collector.reset()
+    val start = System.nanoTime()
+    val rows = SQLExecution.withNewExecutionId(qe, Some("hive-join-opts bench")) {
+      qe.executedPlan.execute().mapPartitions(it => Iterator(it.size.toLong)).fold(0L)(_ + _)
+    }
+    val wallMs = (System.nanoTime() - start) / 1e6
+    collector.awaitIdle(10000)
+
+    val plan = qe.executedPlan
+    val shuffles = collectWithSubqueries(plan) { case s: ShuffleExchangeLike => s }
+    val broadcasts = collectWithSubqueries(plan) { case b: BroadcastExchangeLike => b }
+    val reused = collectWithSubqueries(plan) { case r: ReusedExchangeExec => r }
+    val scans = collectWithSubqueries(plan) { case s: LeafExecNode if isScan(s) => s }
+
+    val out = new StringWriter()
+    val gen = new JsonFactory().createGenerator(out)
+    gen.writeStartObject()
+    gen.writeNumberField("wallMs", wallMs)
+    gen.writeNumberField("rows", rows)
+    gen.writeNumberField("shuffles", shuffles.size)
+    gen.writeNumberField("broadcasts", broadcasts.size)
+    gen.writeNumberField("reusedExchanges", reused.size)
+    gen.writeNumberField("scans", scans.size)
+    gen.writeObjectFieldStart("scanMetrics")
+    scans.flatMap(_.metrics.toSeq).groupBy(_._1).toSeq.sortBy(_._1).foreach {
+      case (name, ms) => gen.writeNumberField(name, ms.map(_._2.value).sum)
+    }
+    gen.writeEndObject()
+    gen.writeStringField("plan", plan.treeString)
+    collector.writeStages(gen)
+    gen.writeEndObject()
+    gen.close()
+    out.toString
+  }
+
+  private def isScan(p: SparkPlan): Boolean = p match {
+    case _: QueryStageExec | _: ReusedExchangeExec => false
+    case other => other.nodeName.startsWith("Scan") || other.nodeName.contains("Scan ")
+  }
+}

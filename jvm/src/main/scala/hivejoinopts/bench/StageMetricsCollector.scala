@@ -1,0 +1,111 @@
+package hivejoinopts.bench
+
+import java.util.concurrent.ConcurrentLinkedQueue
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.core.JsonGenerator
+
+import org.apache.spark.SparkContext
+import org.apache.spark.scheduler._
+
+/** One finished task, as the benchmark needs it. */
+final case class TaskRecord(
+    stageId: Int,
+    stageAttempt: Int,
+    durationMs: Long,
+    runTimeMs: Long,
+    inputBytes: Long,
+    shuffleReadBytes: Long,
+    shuffleWriteBytes: Long)
+
+/**
+ * Collects the tasks of the jobs a benchmark runs, so that it can report bytes read and shuffled
+ * and the straggler factor of a stage. Listener events arrive asynchronously, hence [[awaitIdle]].
+ */
+class StageMetricsCollector extends SparkListener {
+
+  private val tasks = new ConcurrentLinkedQueue[TaskRecord]()
+  private val stageNames = new java.util.concurrent.ConcurrentHashMap[Int, String]()
+  @volatile private var openJobs = 0
+  @volatile private var lastEventAt = System.nanoTime()
+
+  def reset(): Unit = {
+    tasks.clear()
+    stageNames.clear()
+  }
+
+  override def onJobStart(e: SparkListenerJobStart): Unit = synchronized {
+    openJobs += 1
+    lastEventAt = System.nanoTime()
+  }
+
+  override def onJobEnd(e: SparkListenerJobEnd): Unit = synchronized {
+    openJobs -= 1
+    lastEventAt = System.nanoTime()
+  }
+
+  override def onStageSubmitted(e: SparkListenerStageSubmitted): Unit = {
+    stageNames.put(e.stageInfo.stageId, e.stageInfo.name)
+    lastEventAt = System.nanoTime()
+  }
+
+  override def onTaskEnd(e: SparkListenerTaskEnd): Unit = {
+    val m = e.taskMetrics
+    if (m != null && e.taskInfo != null) {
+      tasks.add(TaskRecord(
+        e.stageId,
+        e.stageAttemptId,
+        e.taskInfo.duration,
+        m.executorRunTime,
+        m.inputMetrics.bytesRead,
+        m.shuffleReadMetrics.totalBytesRead,
+        m.shuffleWriteMetrics.bytesWritten))
+    }
+    lastEventAt = System.nanoTime()
+  }
+
+  /**
+   * Waits until every job seen has ended and no event arrived for a moment, or `timeoutMs`
+   * passed. Called after an action returns, when only the listener bus may lag behind.
+   */
+  def awaitIdle(timeoutMs: Long): Boolean = {
+    val deadline = System.nanoTime() + timeoutMs * 1000000L
+    def quiet = openJobs <= 0 && System.nanoTime() - lastEventAt > 100L * 1000000L
+    while (!quiet && System.nanoTime() < deadline) Thread.sleep(20)
+    quiet
+  }
+
+  def records: Seq[TaskRecord] = tasks.asScala.toList
+
+  private[bench] def writeStages(gen: JsonGenerator): Unit = {
+    gen.writeArrayFieldStart("stages")
+    records.groupBy(r => (r.stageId, r.stageAttempt)).toSeq.sortBy(_._1).foreach {
+      case ((stageId, attempt), rs) =>
+        gen.writeStartObject()
+        gen.writeNumberField("stageId", stageId)
+        gen.writeNumberField("attempt", attempt)
+        gen.writeStringField("name", Option(stageNames.get(stageId)).getOrElse(""))
+        gen.writeNumberField("inputBytes", rs.map(_.inputBytes).sum)
+        gen.writeNumberField("shuffleReadBytes", rs.map(_.shuffleReadBytes).sum)
+        gen.writeNumberField("shuffleWriteBytes", rs.map(_.shuffleWriteBytes).sum)
+        gen.writeArrayFieldStart("taskDurationsMs")
+        rs.foreach(r => gen.writeNumber(r.durationMs))
+        gen.writeEndArray()
+        gen.writeArrayFieldStart("taskRunTimesMs")
+        rs.foreach(r => gen.writeNumber(r.runTimeMs))
+        gen.writeEndArray()
+        gen.writeEndObject()
+    }
+    gen.writeEndArray()
+  }
+}
+
+object StageMetricsCollector {
+  /** Creates a collector and adds it to the context's listener bus. */
+  def register(sc: SparkContext): StageMetricsCollector = {
+    val collector = new StageMetricsCollector
+    sc.addSparkListener(collector)
+    collector
+  }
+}

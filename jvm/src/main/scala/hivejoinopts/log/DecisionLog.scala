@@ -1,0 +1,190 @@
+package hivejoinopts.log
+
+import java.io.StringWriter
+import java.lang.ref.WeakReference
+import java.util.concurrent.atomic.AtomicLong
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.core.JsonFactory
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.QueryPlanningTracker
+import org.apache.spark.sql.internal.SQLConf
+
+import hivejoinopts.HiveJoinOptsConf
+
+/** What a rule did with one candidate. */
+sealed abstract class Outcome(val name: String) {
+  override def toString: String = name
+}
+object Outcome {
+  case object Fired extends Outcome("fired")
+  case object Skipped extends Outcome("skipped")
+  /** The rule threw; the plan was left as it was. */
+  case object Failed extends Outcome("failed")
+}
+
+/**
+ * One decision: `rule` looked at `candidate` (a join or another node, described for people) and
+ * fired or skipped it for `reason`, using `numbers` (estimates, thresholds, counts).
+ */
+final case class Decision(
+    rule: String,
+    candidate: String,
+    outcome: Outcome,
+    reason: String,
+    numbers: Seq[(String, String)]) {
+
+  def fired: Boolean = outcome == Outcome.Fired
+
+  override def toString: String = {
+    val nums = if (numbers.isEmpty) "" else numbers.map { case (k, v) => s"$k=$v" }
+      .mkString(" [", ", ", "]")
+    s"$rule: $outcome $candidate: $reason$nums"
+  }
+}
+
+/** The decisions of one query, deduplicated (fixed-point batches revisit the same candidates). */
+final class QueryDecisions private[log] (
+    val queryId: Long,
+    session: WeakReference[SparkSession],
+    tracker: WeakReference[QueryPlanningTracker],
+    maxDecisions: Int) {
+
+  private val byKey = mutable.LinkedHashMap.empty[(String, String, Outcome, String), Decision]
+  // Hashes of the decisions that did not fit, so that a revisit is not counted twice.
+  private val droppedKeys = mutable.HashSet.empty[Int]
+
+  private[log] def belongsTo(s: SparkSession): Boolean = session.get() eq s
+  private[log] def isFor(t: QueryPlanningTracker): Boolean = tracker.get() eq t
+
+  private[log] def add(d: Decision): Unit = synchronized {
+    val key = (d.rule, d.candidate, d.outcome, d.reason)
+    if (byKey.contains(key) || byKey.size < maxDecisions) byKey(key) = d
+    else if (droppedKeys.size < QueryDecisions.MaxDroppedTracked) droppedKeys += key.hashCode
+  }
+
+  def decisions: Seq[Decision] = synchronized(byKey.values.toList)
+
+  /** Decisions that did not fit under `decisionLog.maxDecisionsPerQuery`. */
+  def dropped: Long = synchronized(droppedKeys.size.toLong)
+}
+
+private object QueryDecisions {
+  val MaxDroppedTracked = 100000
+}
+
+/**
+ * The decision log: for each query, every rule's decision on every candidate it looked at.
+ *
+ * Spark plans a query on one thread and marks it with a `QueryPlanningTracker` while its logical
+ * plan is analyzed and optimized. Rules call [[enter]] at apply time: the tracker identifies the
+ * query, and the thread remembers it, so that physical and adaptive rules that run later on the
+ * same thread (without a tracker in scope) write to the same query. Only the last
+ * `decisionLog.maxQueries` queries are kept, each with at most
+ * `decisionLog.maxDecisionsPerQuery` decisions, and nothing holds a session or query alive.
+ */
+object DecisionLog {
+
+  private val queries = new java.util.ArrayDeque[QueryDecisions]()
+  private val nextId = new AtomicLong(1)
+  private val current = new ThreadLocal[QueryDecisions]
+
+  /** Binds the calling thread to the query Spark is planning, starting its record if new. */
+  def enter(session: SparkSession): Unit = QueryPlanningTracker.get.foreach { tracker =>
+    val cur = current.get()
+    if (cur == null || !cur.isFor(tracker) || !cur.belongsTo(session)) {
+      current.set(findOrStart(session, Some(tracker)))
+    }
+  }
+
+  /** Adds a decision to the query the calling thread is planning. */
+  def record(session: SparkSession, decision: Decision): Unit = {
+    enter(session)
+    val cur = current.get()
+    val target = if (cur != null && cur.belongsTo(session)) cur else {
+      val started = findOrStart(session, None)
+      current.set(started)
+      started
+    }
+    target.add(decision)
+  }
+
+  /** The decisions of the query planned under `tracker` (see `QueryExecution.tracker`). */
+  def forQuery(tracker: QueryPlanningTracker): Option[QueryDecisions] = queries.synchronized {
+    queries.asScala.find(_.isFor(tracker))
+  }
+
+  /** The most recent query of `session`, if the extension saw one. */
+  def last(session: SparkSession): Option[QueryDecisions] = queries.synchronized {
+    queries.descendingIterator().asScala.find(_.belongsTo(session))
+  }
+
+  /** The queries of `session` still kept, oldest first. */
+  def queriesOf(session: SparkSession): Seq[QueryDecisions] = queries.synchronized {
+    queries.asScala.filter(_.belongsTo(session)).toList
+  }
+
+  /** Forgets every query of `session`. */
+  def clear(session: SparkSession): Unit = queries.synchronized {
+    queries.removeIf(_.belongsTo(session))
+    val cur = current.get()
+    if (cur != null && cur.belongsTo(session)) current.remove()
+  }
+
+  private def findOrStart(
+      session: SparkSession,
+      tracker: Option[QueryPlanningTracker]): QueryDecisions = queries.synchronized {
+    tracker.flatMap(t => queries.asScala.find(q => q.isFor(t) && q.belongsTo(session)))
+      .getOrElse {
+        val conf = SQLConf.get
+        val started = new QueryDecisions(
+          nextId.getAndIncrement(),
+          new WeakReference(session),
+          new WeakReference(tracker.orNull),
+          HiveJoinOptsConf.DECISION_LOG_MAX_DECISIONS_PER_QUERY(conf))
+        queries.addLast(started)
+        val maxQueries = HiveJoinOptsConf.DECISION_LOG_MAX_QUERIES(conf)
+        while (queries.size > maxQueries) queries.removeFirst()
+        started
+      }
+  }
+
+  /** A JSON array of decisions, for the Python package. */
+  def toJson(decisions: Seq[Decision]): String = {
+    val out = new StringWriter()
+    val gen = new JsonFactory().createGenerator(out)
+    gen.writeStartArray()
+    decisions.foreach { d =>
+      gen.writeStartObject()
+      gen.writeStringField("rule", d.rule)
+      gen.writeStringField("candidate", d.candidate)
+      gen.writeStringField("outcome", d.outcome.name)
+      gen.writeStringField("reason", d.reason)
+      gen.writeObjectFieldStart("numbers")
+      d.numbers.foreach { case (k, v) => gen.writeStringField(k, v) }
+      gen.writeEndObject()
+      gen.writeEndObject()
+    }
+    gen.writeEndArray()
+    gen.close()
+    out.toString
+  }
+
+  /** The decisions as a fixed-width table, as `explain` prints them. */
+  def toTable(decisions: Seq[Decision], dropped: Long = 0): String = {
+    if (decisions.isEmpty) return "(no decisions: no rule of hive-join-opts saw a candidate)"
+    val rows = decisions.map { d =>
+      Seq(d.rule, d.outcome.name, d.candidate, d.reason,
+        d.numbers.map { case (k, v) => s"$k=$v" }.mkString(", "))
+    }
+    val header = Seq("rule", "outcome", "candidate", "reason", "numbers")
+    val widths = header.indices.map(i => (header +: rows).map(_(i).length).max)
+    def line(cells: Seq[String]) =
+      cells.zip(widths).map { case (c, w) => c.padTo(w, ' ') }.mkString(" | ").trim
+    val body = (line(header) +: line(widths.map("-" * _)) +: rows.map(line)).mkString("\n")
+    if (dropped > 0) s"$body\n($dropped more decisions not kept)" else body
+  }
+}

@@ -1,0 +1,45 @@
+package hivejoinopts.rules
+
+import org.apache.spark.sql.catalyst.catalog.HiveTableRelation
+import org.apache.spark.sql.catalyst.plans.logical.{Join, LocalRelation, LogicalPlan, SubqueryAlias}
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+
+/** Short, readable names for the candidates a rule writes into the decision log. */
+object Candidates {
+
+  private val MaxConditionLength = 160
+
+  /** For example `Inner join store_sales x date_dim on (ss_sold_date_sk = d_date_sk)`. */
+  def join(j: Join): String = {
+    val on = j.condition.map(c => s" on ${abbreviate(c.sql)}").getOrElse("")
+    s"${j.joinType.sql} join ${tables(j.left)} x ${tables(j.right)}$on"
+  }
+
+  /** The tables under `plan`, joined by `+` when there are several. */
+  def tables(plan: LogicalPlan): String = {
+    relationNames(plan).distinct match {
+      case Seq() => plan.nodeName
+      case Seq(one) => one
+      case many => many.mkString("(", " + ", ")")
+    }
+  }
+
+  def relationNames(plan: LogicalPlan): Seq[String] = plan match {
+    case SubqueryAlias(id, child) if child.isInstanceOf[LogicalRelation] ||
+        child.isInstanceOf[HiveTableRelation] => Seq(id.name)
+    case r: LogicalRelation => Seq(r.catalogTable.map(_.identifier.table).getOrElse(
+      r.relation match {
+        case fs: HadoopFsRelation =>
+          fs.location.rootPaths.headOption.map(_.getName).getOrElse("files")
+        case other => other.getClass.getSimpleName
+      }))
+    case h: HiveTableRelation => Seq(h.tableMeta.identifier.table)
+    case v2: DataSourceV2Relation => Seq(v2.name)
+    case _: LocalRelation => Seq("local")
+    case other => other.children.flatMap(relationNames)
+  }
+
+  def abbreviate(text: String): String =
+    if (text.length <= MaxConditionLength) text else text.take(MaxConditionLength - 3) + "..."
+}

@@ -1,0 +1,72 @@
+package hivejoinopts.rules
+
+import scala.util.control.NonFatal
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.trees.TreeNode
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.hivejoinopts.Flag
+
+import hivejoinopts.{HiveJoinOptsAnalysisException, HiveJoinOptsConf}
+import hivejoinopts.HiveJoinOptsConf.Family
+import hivejoinopts.log.{Decision, DecisionLog, Outcome}
+
+/**
+ * The base of every rule of hive-join-opts. It
+ *  - returns the plan untouched unless the master switch, the family switch and the rule's own
+ *    flag are on, read at apply time so `SET` works per session;
+ *  - catches any non-fatal failure of the rule, logs it with the rule's name, records it in the
+ *    decision log and returns the original plan (rethrows when `strict` is on); bad user input
+ *    reported as [[HiveJoinOptsAnalysisException]] always fails the query;
+ *  - gives the rule [[fired]] and [[skipped]] to write its decisions to the decision log.
+ */
+abstract class HiveJoinOptsRule[T <: TreeNode[T]] extends Rule[T] with Logging {
+
+  def session: SparkSession
+
+  def family: Family
+
+  /** The rule's own switch, under its family's prefix. */
+  def flag: Flag[Boolean]
+
+  /** The rewrite itself; runs only when the rule is switched on. */
+  protected def rewrite(plan: T): T
+
+  /** The name users see in the decision log and in logs. */
+  def name: String = getClass.getSimpleName.stripSuffix("$")
+
+  final override def apply(plan: T): T = {
+    if (!HiveJoinOptsConf.enabled(conf)) return plan
+    DecisionLog.enter(session)
+    if (!HiveJoinOptsConf.ruleEnabled(conf, family, flag)) return plan
+    try rewrite(plan) catch {
+      case e: HiveJoinOptsAnalysisException => throw e
+      case NonFatal(e) =>
+        logWarning(s"hive-join-opts rule $name failed; the query keeps its unrewritten plan", e)
+        DecisionLog.record(session, Decision(name, plan.nodeName, Outcome.Failed,
+          s"${e.getClass.getSimpleName}: ${e.getMessage}", Nil))
+        if (HiveJoinOptsConf.strict(conf)) throw e
+        plan
+    }
+  }
+
+  protected def fired(candidate: String, reason: String, numbers: (String, Any)*): Unit =
+    decide(candidate, Outcome.Fired, reason, numbers)
+
+  protected def skipped(candidate: String, reason: String, numbers: (String, Any)*): Unit =
+    decide(candidate, Outcome.Skipped, reason, numbers)
+
+  private def decide(
+      candidate: String, outcome: Outcome, reason: String, numbers: Seq[(String, Any)]): Unit =
+    DecisionLog.record(session,
+      Decision(name, candidate, outcome, reason, numbers.map { case (k, v) => k -> String.valueOf(v) }))
+}
+
+/** A logical rule: analyzer, optimizer or AQE runtime-optimizer. */
+abstract class HiveJoinOptsLogicalRule extends HiveJoinOptsRule[LogicalPlan]
+
+/** A physical rule: query-stage preparation or post-planning. */
+abstract class HiveJoinOptsPhysicalRule extends HiveJoinOptsRule[SparkPlan]
