@@ -1,0 +1,53 @@
+package hivejoinopts
+
+import org.apache.spark.sql.test.SharedSparkSession
+
+class HiveJoinOptsConfSuite extends SharedSparkSession {
+
+  override protected def sparkConf = super.sparkConf
+    .set("spark.sql.extensions", HiveJoinOptsExtension.CLASS_NAME)
+
+  test("every flag is under the prefix, documented, versioned and has a default") {
+    val entries = HiveJoinOptsConf.entries
+    assert(entries.nonEmpty)
+    entries.foreach { e =>
+      assert(e.key.startsWith(HiveJoinOptsConf.PREFIX), e.key)
+      assert(e.doc.nonEmpty, s"${e.key} has no doc")
+      assert(e.version.nonEmpty, s"${e.key} has no version")
+      assert(e.defaultString.nonEmpty, s"${e.key} has no default")
+    }
+    assert(entries.map(_.key).distinct.size == entries.size)
+  }
+
+  test("every flag other than the master switch and strict belongs to a family or the log") {
+    val families = HiveJoinOptsConf.families.map(f => s"${HiveJoinOptsConf.PREFIX}${f.name}.")
+    val others = HiveJoinOptsConf.entries.map(_.key).filterNot(k =>
+      families.exists(k.startsWith) || k.startsWith(HiveJoinOptsConf.PREFIX + "decisionLog."))
+    assert(others.toSet ==
+      Set(HiveJoinOptsConf.ENABLED.key, HiveJoinOptsConf.STRICT.key), others)
+  }
+
+  test("a bad boolean fails at SET, naming the key and what it accepts") {
+    val e = intercept[IllegalArgumentException] {
+      spark.sql(s"SET ${HiveJoinOptsConf.ENABLED.key}=maybe")
+    }
+    assert(e.getMessage.contains(HiveJoinOptsConf.ENABLED.key), e.getMessage)
+    assert(e.getMessage.contains("boolean"), e.getMessage)
+    assert(spark.conf.get(HiveJoinOptsConf.ENABLED.key) == "true")
+  }
+
+  test("a bad number fails at SET, naming the key and the rule it breaks") {
+    val key = HiveJoinOptsConf.DECISION_LOG_MAX_QUERIES.key
+    val e = intercept[IllegalArgumentException](spark.sql(s"SET $key=0"))
+    assert(e.getMessage.contains(key) && e.getMessage.contains("positive"), e.getMessage)
+    val notANumber = intercept[IllegalArgumentException](spark.sql(s"SET $key=lots"))
+    assert(notANumber.getMessage.contains(key), notANumber.getMessage)
+  }
+
+  test("SET switches a flag for the session") {
+    spark.sql(s"SET ${HiveJoinOptsConf.SKEW_JOIN_ENABLED.key}=false")
+    try assert(!HiveJoinOptsConf.SKEW_JOIN_ENABLED(spark.sessionState.conf))
+    finally spark.sql(s"RESET ${HiveJoinOptsConf.SKEW_JOIN_ENABLED.key}")
+    assert(HiveJoinOptsConf.SKEW_JOIN_ENABLED(spark.sessionState.conf))
+  }
+}

@@ -1,0 +1,73 @@
+package hivejoinopts
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.Row
+
+import hivejoinopts.log.Outcome
+
+class HiveJoinOptsExtensionSuite extends HiveJoinOptsQueryTest {
+
+  override protected def extraExtensions: Seq[String] = Seq(classOf[TestRulesExtension].getName)
+
+  private def joinQuery = {
+    spark.range(0, 100).selectExpr("id AS k", "id % 7 AS v").createOrReplaceTempView("a")
+    spark.range(0, 50).selectExpr("id * 2 AS k", "id AS w").createOrReplaceTempView("b")
+    sql("SELECT a.k, v, w FROM a JOIN b ON a.k = b.k")
+  }
+
+  test("the extension's rules are in the session's optimizer lists") {
+    val injected = HiveJoinOpts.injectedRules(spark).asScala
+    assert(injected.contains("optimizer:RecordingRule"), injected)
+    assert(injected.contains("optimizer:ThrowingRule"), injected)
+    assert(HiveJoinOpts.isActive(spark))
+  }
+
+  test("the JAR knows the Spark it was built for and accepts only that one") {
+    assert(BuildInfo.sparkVersion == org.apache.spark.SPARK_VERSION)
+    assert(BuildInfo.sparkMismatch(org.apache.spark.SPARK_VERSION).isEmpty)
+    val message = BuildInfo.sparkMismatch("3.5.1").get
+    assert(message.contains("Spark 3.5.1") && message.contains(BuildInfo.sparkVersion), message)
+  }
+
+  test("a failing rule leaves the query answering correctly when not strict") {
+    val expected = withSQLConf(TestRuleFlags.THROWING.key -> "false")(joinQuery.collect().toSeq)
+    assert(expected.size == 50)
+    withSQLConf(TestRuleFlags.THROWING.key -> "true", HiveJoinOptsConf.STRICT.key -> "false") {
+      val df = joinQuery
+      checkAnswer(df, expected)
+      val failed = decisionsOf(df).filter(_.outcome == Outcome.Failed)
+      assert(failed.map(_.rule).distinct == Seq("ThrowingRule"), failed)
+      assert(failed.head.reason.contains("deliberate failure"))
+    }
+  }
+
+  test("a failing rule fails the query in strict mode") {
+    withSQLConf(TestRuleFlags.THROWING.key -> "true", HiveJoinOptsConf.STRICT.key -> "true") {
+      val e = intercept[Exception](joinQuery.collect())
+      assert(Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null)
+        .exists(_.getMessage == "deliberate failure"), e)
+    }
+  }
+
+  test("a rule runs only when the master, family and own flags are all on") {
+    def recorded(conf: (String, String)*): Int = withSQLConf(conf: _*) {
+      decisionsOf(joinQuery).count(_.rule == "RecordingRule")
+    }
+    assert(recorded() == 1)
+    assert(recorded(HiveJoinOptsConf.ENABLED.key -> "false") == 0)
+    assert(recorded(HiveJoinOptsConf.CORRELATION_ENABLED.key -> "false") == 0)
+    assert(recorded(TestRuleFlags.RECORDING.key -> "false") == 0)
+    assert(recorded(HiveJoinOptsConf.SKEW_JOIN_ENABLED.key -> "false") == 1)
+  }
+
+  test("explain shows the decisions next to the rewritten plan") {
+    val explanation = HiveJoinOpts.explain(joinQuery)
+    val text = explanation.toString
+    assert(text.contains("== hive-join-opts decisions =="))
+    assert(text.contains("RecordingRule") && text.contains("recording only"))
+    assert(text.contains("== Physical Plan =="))
+    assert(explanation.decisionsJson.contains("\"outcome\":\"skipped\""))
+    checkAnswer(joinQuery, (0 until 100 by 2).map(k => Row(k, k % 7, k / 2)))
+  }
+}

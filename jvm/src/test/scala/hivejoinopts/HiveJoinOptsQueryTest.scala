@@ -1,0 +1,46 @@
+package hivejoinopts
+
+import org.apache.spark.SparkConf
+import org.apache.spark.sql.{DataFrame, QueryTest, Row}
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
+import org.apache.spark.sql.test.SharedSparkSession
+
+import hivejoinopts.log.Decision
+
+/**
+ * The base of the project's ScalaTest suites: a local session with the extension loaded and
+ * strict mode on (a rule that throws fails the test), plus helpers to compare a query's answer
+ * with the extension off and on.
+ */
+trait HiveJoinOptsQueryTest extends QueryTest with SharedSparkSession with AdaptiveSparkPlanHelper {
+
+  /** Extra extensions a suite loads next to ours (test-only rules). */
+  protected def extraExtensions: Seq[String] = Nil
+
+  override protected def sparkConf: SparkConf = super.sparkConf
+    .set("spark.sql.extensions", (HiveJoinOptsExtension.CLASS_NAME +: extraExtensions).mkString(","))
+    .set(HiveJoinOptsConf.STRICT.key, "true")
+    .set("spark.driver.host", "127.0.0.1")
+    .set("spark.driver.bindAddress", "127.0.0.1")
+
+  /** Runs `f` with the master switch set to `on`. */
+  protected def withExtension[T](on: Boolean)(f: => T): T =
+    withSQLConf(HiveJoinOptsConf.ENABLED.key -> on.toString)(f)
+
+  /** The query's rows with the extension off, then asserts the same rows with it on. */
+  protected def checkSameAnswer(query: => DataFrame): Seq[Row] = {
+    val expected = withExtension(on = false)(query.collect().toSeq)
+    withExtension(on = true)(checkAnswer(query, expected))
+    expected
+  }
+
+  /** The executed plan, adaptive stages expanded, after running the query. */
+  protected def executedPlan(df: DataFrame): SparkPlan = {
+    df.collect()
+    stripAQEPlan(df.queryExecution.executedPlan)
+  }
+
+  /** The decisions taken while planning `df` afresh. */
+  protected def decisionsOf(df: DataFrame): Seq[Decision] = HiveJoinOpts.explain(df).decisions
+}
