@@ -1,0 +1,214 @@
+"""Loading the extension into Spark sessions, and reading what it decided."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._flags import to_conf
+from ._jar import EXTENSION_CLASS, build_info, jar_path, submit_args
+
+_log = logging.getLogger("hive_join_opts")
+
+
+class HiveJoinOptsNotLoadedError(RuntimeError):
+    """The running Spark driver cannot see the extension JAR."""
+
+
+class SparkVersionMismatchError(RuntimeError):
+    """The running Spark is not the version the extension JAR was compiled against."""
+
+
+def spark_mismatch_message(running: str, where: str) -> str | None:
+    """None when `running` matches the JAR's Spark, else what is wrong and what to do."""
+    info = build_info()
+    built = info["spark.version"]
+    if running == built:
+        return None
+    return (
+        f"hive-join-opts {info.get('version', '?')} was built for Spark {built}, but {where} is "
+        f"Spark {running}. Install pyspark=={built} (pip install 'pyspark=={built}') and run on "
+        f"Spark {built}, or install the hive-join-opts build for Spark {running}."
+    )
+
+
+def _append_csv(current: str | None, item: str) -> str:
+    """`current` (a comma-separated list) with `item` appended once."""
+    items = [i.strip() for i in (current or "").split(",") if i.strip()]
+    if item not in items:
+        items.append(item)
+    return ",".join(items)
+
+
+def configure(builder, **flags: Any):
+    """Adds the extension to a `SparkSession.builder` and returns the builder.
+
+    Appends the JAR to `spark.jars` and the extension class to `spark.sql.extensions`, keeping
+    whatever the builder already holds there, and sets the flags given as keywords
+    (`skew_join=False` sets `spark.sql.hiveJoinOpts.skewJoin.enabled=false`).
+    """
+    conf = to_conf(flags)
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        warnings.warn(
+            "A Spark session is already running in this process, and Spark reads "
+            "spark.jars and spark.sql.extensions only at start: getOrCreate() will return the "
+            "running session without the extension. Use enable_hive_join_opts(spark) on it, "
+            "or stop it first.",
+            stacklevel=2,
+        )
+    options = getattr(builder, "_options", {})
+    builder = builder.config("spark.jars", _append_csv(options.get("spark.jars"), jar_path()))
+    builder = builder.config(
+        "spark.sql.extensions", _append_csv(options.get("spark.sql.extensions"), EXTENSION_CLASS)
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder
+
+
+def _facade(spark):
+    """The JVM object `hivejoinopts.HiveJoinOpts`, or an error telling how to load the JAR."""
+    from py4j.java_gateway import JavaClass
+
+    facade = getattr(spark._jvm.hivejoinopts, "HiveJoinOpts", None)
+    if not isinstance(facade, JavaClass):
+        try:
+            args = " ".join(submit_args())
+        except FileNotFoundError:
+            args = f"--jars <path of hive-join-opts.jar> --conf spark.sql.extensions={EXTENSION_CLASS}"
+        raise HiveJoinOptsNotLoadedError(
+            "The hive-join-opts JAR is not on this Spark driver's classpath, and a running driver "
+            "cannot load it. Start Spark with:\n"
+            f"  {args}\n"
+            "or build the session with hive_join_opts.configure(SparkSession.builder)"
+            ".getOrCreate()."
+        )
+    return facade
+
+
+_warned_sessions: set[int] = set()
+
+
+def enable_hive_join_opts(spark, **flags: Any):
+    """Turns hive-join-opts on for a session that already runs, and returns the session.
+
+    If the session runs the extension, only the flags are set. If the JAR is on the driver's
+    classpath but `spark.sql.extensions` did not name the extension at start, the rules that
+    can join a live session are added and a warning says which features need the extension at
+    start. If the JAR is absent, HiveJoinOptsNotLoadedError gives the exact arguments to use.
+    Calling it again changes nothing.
+    """
+    conf = to_conf(flags)
+    facade = _facade(spark)
+    problem = spark_mismatch_message(spark.version, "the running session")
+    if problem:
+        raise SparkVersionMismatchError(problem)
+    jsession = spark._jsparkSession
+    if not facade.isActive(jsession):
+        start_only = list(facade.installOnLiveSession(jsession))
+        key = jsession.hashCode()
+        if start_only and key not in _warned_sessions:
+            _warned_sessions.add(key)
+            warnings.warn(
+                "hive-join-opts was added to a running session; these features need "
+                f"--conf spark.sql.extensions={EXTENSION_CLASS} at start: "
+                + "; ".join(start_only),
+                stacklevel=2,
+            )
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    return spark
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One rule's decision on one candidate (a join or another node)."""
+
+    rule: str
+    candidate: str
+    outcome: str  # fired | skipped | failed
+    reason: str
+    numbers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def fired(self) -> bool:
+        return self.outcome == "fired"
+
+
+def _decisions(text: str) -> list[Decision]:
+    return [Decision(**d) for d in json.loads(text)]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A query's decisions next to its rewritten plans; `str()` renders both."""
+
+    decisions: list[Decision]
+    decisions_table: str
+    optimized_plan: str
+    physical_plan: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def explain(df, execute: bool = False, print_: bool = True) -> Explanation:
+    """Plans `df` again and returns (and prints) the decisions of hive-join-opts next to the
+    rewritten plan. With `execute=True` the query also runs (its rows are discarded), so that
+    decisions taken at run time and the final adaptive plan show."""
+    facade = _facade(df.sparkSession)
+    jexplanation = facade.explain(df._jdf, execute)
+    result = Explanation(
+        decisions=_decisions(jexplanation.decisionsJson()),
+        decisions_table=jexplanation.decisionsTable(),
+        optimized_plan=jexplanation.optimizedPlan(),
+        physical_plan=jexplanation.physicalPlan(),
+        text=jexplanation.toString(),
+    )
+    if print_:
+        print(result.text)
+    return result
+
+
+def last_decisions(spark) -> list[Decision]:
+    """The decisions of the most recent query the session planned."""
+    return _decisions(_facade(spark).lastDecisionsJson(spark._jsparkSession))
+
+
+def flags_from_jvm(spark) -> list[dict[str, str]]:
+    """Every flag the loaded JAR declares: key, type, default, version, doc."""
+    return json.loads(_facade(spark).flagsJson())
+
+
+def local_session(app_name: str = "hive-join-opts", master: str = "local[2]", **flags: Any):
+    """A local session with the extension loaded, bound to loopback and quiet: what the demo,
+    the benchmark and `explain` on the command line use."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        # Local mode runs the tasks in the driver JVM: give it room (default 1g is too little).
+        .config("spark.driver.memory", os.environ.get("HIVE_JOIN_OPTS_DRIVER_MEMORY", "6g"))
+    )
+    log4j = os.environ.get("HIVE_JOIN_OPTS_LOG4J2")
+    if log4j:
+        builder = builder.config(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}"
+        )
+    spark = configure(builder, **flags).getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("HIVE_JOIN_OPTS_LOG_LEVEL", "WARN"))
+    return spark

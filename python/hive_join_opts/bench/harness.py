@@ -1,0 +1,358 @@
+"""The benchmark harness: Spark's defaults against the extension, in one process.
+
+Each rule adds scenarios (a dataset, a query, the flags of the extension run) to `SCENARIOS`
+from its own module, named after the rule. For each scenario the harness checks that both
+configurations return the same rows, runs each configuration once to warm up, then alternates
+timed runs and keeps the fastest run of each. It reports wall time, bytes read, bytes shuffled,
+shuffle count, the straggler factor of the join stage and the wall time the measured tasks would
+take on a 64-slot cluster, as a markdown table, a PNG chart and the raw JSON.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import shutil
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .._compare import rows_equal
+
+SPARK = "spark"
+EXTENSION = "hive-join-opts"
+ENABLED_KEY = "spark.sql.hiveJoinOpts.enabled"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Generated data a scenario reads; written once per scale and cached on disk."""
+
+    name: str
+    # Writes the data under the folder (it exists and is empty), for the given scale.
+    write: Callable[[object, Path, float], None]
+    # Registers the data's tables (temporary views) in the session.
+    register: Callable[[object, Path], None]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One query measured with Spark's defaults and with the extension."""
+
+    name: str
+    family: str  # skewJoin | mapJoinPruning | correlation | none
+    title: str
+    dataset: Dataset
+    sql: str
+    # Flags of the extension run, besides the master switch.
+    extension_conf: dict[str, str] = field(default_factory=dict)
+    # Spark settings that both runs share (the baseline is Spark with these settings).
+    common_conf: dict[str, str] = field(default_factory=dict)
+    # True when the extension is expected to rewrite the query.
+    expect_rewrite: bool = True
+    # The scenario the demo shows for its family, and the share of the benchmark's data size
+    # it uses there (the demo should take a minute, not ten).
+    showcase: bool = False
+    demo_scale: float = 0.25
+    # Picks the join stage from the stages of a run (default: the heaviest stage reading a
+    # shuffle, else the heaviest stage).
+    join_stage: Callable[[list[dict]], dict | None] | None = None
+
+
+SCENARIOS: list[Scenario] = []
+
+
+def register(*scenarios: Scenario) -> None:
+    for s in scenarios:
+        if any(existing.name == s.name for existing in SCENARIOS):
+            raise ValueError(f"two benchmark scenarios are named {s.name}")
+        SCENARIOS.append(s)
+
+
+def load_scenarios() -> list[Scenario]:
+    """Every registered scenario (importing the scenario modules registers them)."""
+    from . import scenarios  # noqa: F401  (imports register)
+
+    return list(SCENARIOS)
+
+
+def default_join_stage(stages: list[dict]) -> dict | None:
+    reading = [s for s in stages if s["shuffleReadBytes"] > 0]
+    pool = reading or stages
+    return max(pool, key=lambda s: sum(s["taskDurationsMs"]), default=None)
+
+
+def straggler_factor(stage: dict | None) -> float | None:
+    """Longest task / median task of the stage."""
+    if not stage or not stage["taskDurationsMs"]:
+        return None
+    durations = stage["taskDurationsMs"]
+    median = statistics.median(durations)
+    return max(durations) / max(median, 1.0)
+
+
+def simulated_wall_ms(stages: list[dict], slots: int = 64) -> float:
+    """Wall time of the measured tasks on `slots` slots: each stage's tasks are scheduled
+    longest first onto the least loaded slot, and stages run one after another."""
+    total = 0.0
+    for stage in stages:
+        load = [0.0] * slots
+        for d in sorted(stage["taskDurationsMs"], reverse=True):
+            heapq.heapreplace(load, load[0] + d)
+        total += max(load)
+    return total
+
+
+@dataclass
+class Run:
+    """The measured numbers of one run."""
+
+    wall_ms: float
+    rows: int
+    shuffles: int
+    broadcasts: int
+    scans: int
+    bytes_read: int
+    bytes_shuffled: int
+    straggler: float | None
+    sim64_ms: float
+    scan_metrics: dict
+    plan: str
+
+    @staticmethod
+    def from_json(raw: dict, pick_stage) -> "Run":
+        stages = raw["stages"]
+        return Run(
+            wall_ms=raw["wallMs"],
+            rows=raw["rows"],
+            shuffles=raw["shuffles"],
+            broadcasts=raw["broadcasts"],
+            scans=raw["scans"],
+            bytes_read=sum(s["inputBytes"] for s in stages),
+            bytes_shuffled=sum(s["shuffleWriteBytes"] for s in stages),
+            straggler=straggler_factor(pick_stage(stages)),
+            sim64_ms=simulated_wall_ms(stages),
+            scan_metrics=raw["scanMetrics"],
+            plan=raw["plan"],
+        )
+
+
+@dataclass
+class Result:
+    scenario: Scenario
+    spark: Run
+    extension: Run
+    fired: list[str]
+    decisions: list[dict]
+    same_answer: bool
+
+    @property
+    def speedup(self) -> float:
+        return self.spark.wall_ms / max(self.extension.wall_ms, 1e-9)
+
+    @property
+    def sim64_speedup(self) -> float:
+        return self.spark.sim64_ms / max(self.extension.sim64_ms, 1e-9)
+
+
+def data_root() -> Path:
+    default = Path.home() / ".cache" / "hive-join-opts"
+    return Path(os.environ.get("HIVE_JOIN_OPTS_CACHE", default)) / "bench"
+
+
+def prepare(spark, dataset: Dataset, scale: float, root: Path | None = None) -> Path:
+    """Writes the dataset once per scale (a marker file says it is complete) and registers it."""
+    folder = (root or data_root()) / f"{dataset.name}-scale{scale:g}"
+    if not (folder / "_COMPLETE").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        dataset.write(spark, folder, scale)
+        (folder / "_COMPLETE").write_text("")
+    dataset.register(spark, folder)
+    return folder
+
+
+class Bench:
+    """Runs scenarios in one session with both configurations."""
+
+    def __init__(self, spark):
+        self.spark = spark
+        jvm = spark._jvm
+        self.collector = jvm.hivejoinopts.bench.StageMetricsCollector.register(
+            spark._jsparkSession.sparkContext()
+        )
+        self.runner = jvm.hivejoinopts.bench.BenchRunner
+
+    def _configure(self, scenario: Scenario, mode: str) -> None:
+        conf = dict(scenario.common_conf)
+        if mode == SPARK:
+            conf[ENABLED_KEY] = "false"
+        else:
+            conf[ENABLED_KEY] = "true"
+            conf.update(scenario.extension_conf)
+        for key in set(scenario.extension_conf) - set(conf):
+            self.spark.conf.unset(key)
+        for key, value in conf.items():
+            self.spark.conf.set(key, value)
+
+    def _run(self, scenario: Scenario) -> Run:
+        raw = json.loads(self.runner.run(self.spark.sql(scenario.sql)._jdf, self.collector))
+        return Run.from_json(raw, scenario.join_stage or default_join_stage)
+
+    def rows(self, scenario: Scenario, mode: str) -> list:
+        self._configure(scenario, mode)
+        return self.spark.sql(scenario.sql).collect()
+
+    def measure(self, scenario: Scenario, runs: int) -> Result:
+        from .._session import last_decisions
+
+        same = rows_equal(self.rows(scenario, SPARK), self.rows(scenario, EXTENSION))
+        best: dict[str, Run] = {}
+        decisions: list = []
+        for i in range(runs + 1):  # the first round warms up and is not counted
+            for mode in (SPARK, EXTENSION):
+                self._configure(scenario, mode)
+                run = self._run(scenario)
+                if mode == EXTENSION:
+                    decisions = last_decisions(self.spark)
+                if i > 0 and (mode not in best or run.wall_ms < best[mode].wall_ms):
+                    best[mode] = run
+        self.spark.conf.set(ENABLED_KEY, "true")
+        fired = sorted({d.rule for d in decisions if d.fired})
+        return Result(
+            scenario=scenario,
+            spark=best[SPARK],
+            extension=best[EXTENSION],
+            fired=fired,
+            decisions=[d.__dict__ for d in decisions],
+            same_answer=same,
+        )
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.1f}"
+
+
+def _factor(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def markdown(results: list[Result], header: str) -> str:
+    lines = [
+        header,
+        "",
+        "| scenario | Spark s | ext s | speedup | 64-slot speedup | MB read Spark / ext "
+        "| MB shuffled Spark / ext | shuffles Spark / ext | straggler Spark / ext "
+        "| rules fired | same rows |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for r in results:
+        s, e = r.spark, r.extension
+        lines.append(
+            f"| {r.scenario.name} | {s.wall_ms / 1000:.2f} | {e.wall_ms / 1000:.2f} "
+            f"| {r.speedup:.2f}x | {r.sim64_speedup:.2f}x "
+            f"| {_mb(s.bytes_read)} / {_mb(e.bytes_read)} "
+            f"| {_mb(s.bytes_shuffled)} / {_mb(e.bytes_shuffled)} "
+            f"| {s.shuffles} / {e.shuffles} | {_factor(s.straggler)} / {_factor(e.straggler)} "
+            f"| {', '.join(r.fired) or 'none'} | {'yes' if r.same_answer else 'NO'} |"
+        )
+    lines.append("")
+    for r in results:
+        lines.append(f"- **{r.scenario.name}**: {r.scenario.title}")
+    return "\n".join(lines) + "\n"
+
+
+def chart(results: list[Result], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [r.scenario.name for r in results]
+    xs = range(len(names))
+    width = 0.38
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(names) + 2), 4.2))
+    ax.bar([x - width / 2 for x in xs], [r.speedup for r in results], width,
+           label="measured wall time (this machine)")
+    ax.bar([x + width / 2 for x in xs], [r.sim64_speedup for r in results], width,
+           label="simulated 64-slot cluster")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(names, rotation=30, ha="right")
+    ax.set_ylabel("speedup over Spark's defaults (x)")
+    ax.set_title("hive-join-opts vs Spark defaults (higher is better)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--scale", type=float, default=1.0, help="data size factor (default 1)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="timed runs per configuration; the fastest counts (default 3)")
+    parser.add_argument("--scenario", action="append", default=[], metavar="NAME",
+                        help="run only these scenarios (repeatable; prefix match)")
+    parser.add_argument("--out", default="bench-results",
+                        help="folder for bench.md, bench.png and bench.json (default bench-results)")
+    parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+
+
+def select(scenarios: list[Scenario], names: list[str]) -> list[Scenario]:
+    if not names:
+        return scenarios
+    chosen = [s for s in scenarios if any(s.name.startswith(n) for n in names)]
+    if not chosen:
+        raise SystemExit(
+            f"no scenario matches {', '.join(names)}; known: "
+            + ", ".join(s.name for s in scenarios)
+        )
+    return chosen
+
+
+def main(args) -> int:
+    scenarios = select(load_scenarios(), args.scenario)
+    if args.list:
+        for s in scenarios:
+            print(f"{s.name:28} {s.family:15} {s.title}")
+        return 0
+    from .._session import local_session
+
+    spark = local_session("hive-join-opts bench")
+    bench = Bench(spark)
+    results = []
+    for scenario in scenarios:
+        prepare(spark, scenario.dataset, args.scale)
+        started = time.time()
+        result = bench.measure(scenario, args.runs)
+        results.append(result)
+        print(
+            f"{scenario.name}: Spark {result.spark.wall_ms / 1000:.2f}s, "
+            f"hive-join-opts {result.extension.wall_ms / 1000:.2f}s "
+            f"({result.speedup:.2f}x; fired: {', '.join(result.fired) or 'none'}; "
+            f"same rows: {result.same_answer}) [{time.time() - started:.0f}s]",
+            flush=True,
+        )
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    command = f"hive-join-opts bench --scale {args.scale:g} --runs {args.runs}" + "".join(
+        f" --scenario {n}" for n in args.scenario
+    )
+    header = (
+        f"Measured with `{command}` on Spark {spark.version}, "
+        f"{spark.sparkContext.master}, {os.cpu_count()} cores; fastest of {args.runs} runs."
+    )
+    (out / "bench.md").write_text(markdown(results, header))
+    (out / "bench.json").write_text(json.dumps(
+        [{"scenario": r.scenario.name, "spark": r.spark.__dict__, "extension": r.extension.__dict__,
+          "fired": r.fired, "decisions": r.decisions, "same_answer": r.same_answer}
+         for r in results], indent=1))
+    try:
+        chart(results, out / "bench.png")
+    except ImportError:
+        print("matplotlib is not installed (pip install 'hive-join-opts[bench]'): no chart")
+    print((out / "bench.md").read_text())
+    return 0 if all(r.same_answer for r in results) else 1

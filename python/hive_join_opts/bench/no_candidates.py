@@ -1,0 +1,36 @@
+"""The extension loaded with nothing to rewrite: its cost when no rule applies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .harness import Dataset, Scenario, register
+
+ROWS = 4_000_000
+
+
+def _write(spark, folder: Path, scale: float) -> None:
+    (spark.range(int(ROWS * scale), numPartitions=8)
+     .selectExpr("id", "id % 1000 AS k", "rand(7) * 100 AS v", "cast(id % 97 AS string) AS tag")
+     .write.parquet(str(folder / "events")))
+
+
+def _register(spark, folder: Path) -> None:
+    spark.read.parquet(str(folder / "events")).createOrReplaceTempView("events")
+
+
+EVENTS = Dataset("events", _write, _register)
+
+register(
+    Scenario(
+        name="no_candidates",
+        family="none",
+        title="an aggregation without joins: no rule has a candidate, so the ratio shows the "
+        "extension's planning overhead (expected 1.0 within noise)",
+        dataset=EVENTS,
+        sql="SELECT k % 10 AS bucket, count(*) AS n, sum(v) AS total, count(DISTINCT tag) AS tags "
+        "FROM events GROUP BY k % 10",
+        expect_rewrite=False,
+        showcase=True,
+    )
+)

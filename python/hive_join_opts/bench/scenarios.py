@@ -1,0 +1,4 @@
+"""Imports every scenario module, which registers its scenarios. Each rule's module is named
+after the rule."""
+
+from . import no_candidates  # noqa: F401

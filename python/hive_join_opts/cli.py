@@ -1,0 +1,169 @@
+"""The `hive-join-opts` command (also `python -m hive_join_opts`)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from ._flags import KEYWORDS, to_conf
+from ._jar import jar_path, submit_args
+
+
+def _parse_flags(pairs: list[str]) -> dict[str, str]:
+    """`["skew_join=false", ...]` -> conf entries; errors name the bad pair."""
+    flags = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise SystemExit(f"--flag takes KEYWORD=VALUE (such as skew_join=false), not {pair!r}")
+        key, value = pair.split("=", 1)
+        flags[key.strip()] = value.strip()
+    try:
+        return to_conf(flags)
+    except (TypeError, ValueError) as e:
+        raise SystemExit(str(e)) from None
+
+
+def _register_tables(spark, specs: list[str]) -> None:
+    """`name=path` pairs -> temporary views over the files at `path` (format from the files)."""
+    for spec in specs:
+        if "=" not in spec:
+            raise SystemExit(f"--table takes NAME=PATH, not {spec!r}")
+        name, path = spec.split("=", 1)
+        p = Path(path)
+        if not p.exists():
+            raise SystemExit(f"--table {name}: {path} does not exist")
+        files = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
+        suffixes = {f.suffix.lstrip(".") for f in files} & {"parquet", "orc", "csv", "json"}
+        if len(suffixes) != 1:
+            raise SystemExit(
+                f"--table {name}: cannot tell the format of {path} (found {sorted(suffixes) or 'no'} "
+                "parquet/orc/csv/json files)"
+            )
+        fmt = suffixes.pop()
+        reader = spark.read.format(fmt)
+        if fmt == "csv":
+            reader = reader.option("header", "true").option("inferSchema", "true")
+        reader.load(str(p)).createOrReplaceTempView(name)
+
+
+def _cmd_jar_path(args) -> int:
+    print(jar_path())
+    return 0
+
+
+def _cmd_submit_args(args) -> int:
+    print(" ".join(shlex.quote(a) for a in submit_args(_parse_flags(args.flag))))
+    return 0
+
+
+def _cmd_explain(args) -> int:
+    if (args.sql is None) == (args.file is None):
+        raise SystemExit("explain needs exactly one of --sql TEXT or --file PATH")
+    query = args.sql if args.sql is not None else Path(args.file).read_text()
+    from ._session import explain, local_session
+
+    spark = local_session("hive-join-opts explain")
+    for key, value in _parse_flags(args.flag).items():
+        spark.conf.set(key, value)
+    _register_tables(spark, args.table)
+    explain(spark.sql(query), execute=args.execute)
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    return run_demo(scale=args.scale, runs=args.runs)
+
+
+def _cmd_bench(args) -> int:
+    from .bench.harness import main as bench_main
+
+    return bench_main(args)
+
+
+def _cmd_flags(args) -> int:
+    if args.markdown or args.conf:
+        from ._docs import flags_markdown, spark_defaults_conf
+        from ._session import flags_from_jvm, local_session
+
+        flags = flags_from_jvm(local_session("hive-join-opts flags"))
+        print(flags_markdown(flags) if args.markdown else spark_defaults_conf(flags), end="")
+        return 0
+    from ._flags import FLAGS
+
+    width = max(len(k) for k in KEYWORDS)
+    for kw, key in KEYWORDS.items():
+        print(f"{kw.ljust(width)}  {key}  ({FLAGS[key]})")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hive-join-opts",
+        description="Hive's join optimizations for Spark SQL: tools around the extension JAR.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("jar-path", help="print the path of the extension JAR")
+    p.set_defaults(run=_cmd_jar_path)
+
+    p = sub.add_parser("submit-args", help="print the spark-submit arguments that load the extension")
+    p.add_argument("--flag", action="append", default=[], metavar="KEYWORD=VALUE",
+                   help="also set a flag, such as skew_join=false (repeatable)")
+    p.set_defaults(run=_cmd_submit_args)
+
+    p = sub.add_parser("explain", help="show the rewritten plan of a query and the rules' decisions")
+    p.add_argument("--sql", help="the query text")
+    p.add_argument("--file", help="a file holding the query")
+    p.add_argument("--table", action="append", default=[], metavar="NAME=PATH",
+                   help="register files (parquet, orc, csv, json) as a view (repeatable)")
+    p.add_argument("--flag", action="append", default=[], metavar="KEYWORD=VALUE",
+                   help="set a flag, such as skew_join=false (repeatable)")
+    p.add_argument("--execute", action="store_true",
+                   help="also run the query, to show decisions taken at run time")
+    p.set_defaults(run=_cmd_explain)
+
+    p = sub.add_parser("demo", help="run one showcase query per rule with the extension off and on")
+    p.add_argument("--scale", type=float, default=1.0, help="data size factor (default 1)")
+    p.add_argument("--runs", type=int, default=2, help="timed runs per configuration (default 2)")
+    p.set_defaults(run=_cmd_demo)
+
+    p = sub.add_parser("bench", help="benchmark each rule against Spark's defaults")
+    from .bench.harness import add_arguments
+
+    add_arguments(p)
+    p.set_defaults(run=_cmd_bench)
+
+    p = sub.add_parser("flags", help="list the flags and their Python keywords")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--markdown", action="store_true",
+                     help="print the README's flag table, from the flags the JAR declares")
+    out.add_argument("--conf", action="store_true",
+                     help="print conf/spark-defaults.conf, from the flags the JAR declares")
+    p.set_defaults(run=_cmd_flags)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except Exception as e:  # a bad query or a missing JAR: the message, not a traceback
+        from pyspark.errors import PySparkException
+
+        from ._jar import JarNotFoundError
+        from ._session import HiveJoinOptsNotLoadedError, SparkVersionMismatchError
+
+        known = (PySparkException, JarNotFoundError, HiveJoinOptsNotLoadedError,
+                 SparkVersionMismatchError)
+        if not isinstance(e, known):
+            raise
+        print(f"hive-join-opts {args.command}: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
