@@ -1,0 +1,62 @@
+"""Shared fixtures: one local Spark session for the whole run, built through configure(), with
+strict mode on so that a rule that throws fails the test instead of falling back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("HIVE_JOIN_OPTS_LOG4J2", str(ROOT / "conf" / "log4j2.properties"))
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from hive_join_opts._session import local_session
+
+    session = local_session("hive-join-opts tests", strict=True)
+    session.conf.set("spark.sql.shuffle.partitions", "4")
+    yield session
+    session.stop()
+
+
+def run_python(code: str, *args: str, env: dict | None = None, timeout: float | None = None):
+    """Runs `code` in a fresh interpreter (a second JVM needs its own process)."""
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True, text=True, env=full_env, cwd=str(ROOT), timeout=timeout,
+    )
+
+
+def run_cli(*args: str, env: dict | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "hive_join_opts", *args],
+        capture_output=True, text=True, env=dict(os.environ, **(env or {})), cwd=str(ROOT),
+    )
+
+
+def pytest_terminal_summary(terminalreporter):
+    """After the TPC equality tests: how many queries were checked and where rules fired."""
+    import tpc
+
+    if not tpc.REPORT:
+        return
+    checked = {b: sum(1 for q in tpc.REPORT if q.startswith(b + "-")) for b in ("tpch", "tpcds")}
+    fired = {q: rules for q, rules in tpc.REPORT.items() if rules}
+    terminalreporter.write_sep("-", "TPC result equality")
+    terminalreporter.write_line(
+        f"queries checked: {checked['tpch']} TPC-H + {checked['tpcds']} TPC-DS at scale factor "
+        f"{tpc.SCALE:g}; a rule fired in {len(fired)} of them")
+    by_rule: dict[str, list[str]] = {}
+    for query, rules in fired.items():
+        for rule in rules:
+            by_rule.setdefault(rule, []).append(query)
+    for rule, queries in sorted(by_rule.items()):
+        terminalreporter.write_line(f"  {rule}: {len(queries)} ({', '.join(queries)})")

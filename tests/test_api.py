@@ -1,0 +1,232 @@
+"""The Python API: configure(), enable_hive_join_opts(), jar_path(), explain(), and their errors."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import warnings
+
+import pyspark
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import SparkSession
+
+import hive_join_opts
+from hive_join_opts import _jar
+from hive_join_opts._flags import FLAGS, KEYWORDS, keyword, to_conf
+
+from conftest import run_python
+
+EXT = "hivejoinopts.HiveJoinOptsExtension"
+
+
+def test_jar_path_points_at_the_one_jar_built_for_this_pyspark():
+    path = hive_join_opts.jar_path()
+    assert path.endswith(".jar")
+    info = hive_join_opts.build_info()
+    assert info["spark.version"] == pyspark.__version__
+    assert info["version"] == hive_join_opts.__version__
+
+
+def test_jar_path_without_jar_says_how_to_build_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(_jar, "JAR_DIR", tmp_path)
+    with pytest.raises(hive_join_opts.JarNotFoundError, match=r"\./build\.sh jar"):
+        hive_join_opts.jar_path()
+
+
+def test_jar_path_refuses_two_jars(tmp_path, monkeypatch):
+    for name in ("hive-join-opts-0.1.0.jar", "hive-join-opts-0.2.0.jar"):
+        (tmp_path / name).write_bytes(b"")
+    monkeypatch.setattr(_jar, "JAR_DIR", tmp_path)
+    with pytest.raises(hive_join_opts.JarNotFoundError, match="several"):
+        hive_join_opts.jar_path()
+
+
+def test_configure_appends_jar_and_extension_without_overwriting():
+    builder = (SparkSession.builder
+               .config("spark.jars", "/opt/other.jar")
+               .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension"))
+    builder = hive_join_opts.configure(builder, skew_join=False, decision_log_max_queries=7)
+    opts = builder._options
+    assert opts["spark.jars"] == f"/opt/other.jar,{hive_join_opts.jar_path()}"
+    assert opts["spark.sql.extensions"] == f"io.delta.sql.DeltaSparkSessionExtension,{EXT}"
+    assert opts["spark.sql.hiveJoinOpts.skewJoin.enabled"] == "false"
+    assert opts["spark.sql.hiveJoinOpts.decisionLog.maxQueries"] == "7"
+    again = hive_join_opts.configure(builder)
+    assert again._options["spark.sql.extensions"].count(EXT) == 1
+    assert again._options["spark.jars"].count(hive_join_opts.jar_path()) == 1
+
+
+def test_unknown_keyword_raises_type_error_listing_the_valid_ones():
+    with pytest.raises(TypeError) as info:
+        hive_join_opts.configure(SparkSession.builder, skew_jion=False)
+    message = str(info.value)
+    assert "skew_jion" in message
+    for kw in KEYWORDS:
+        assert kw in message
+
+
+def test_bad_flag_value_names_the_flag_and_what_it_accepts():
+    with pytest.raises(ValueError, match=r"spark\.sql\.hiveJoinOpts\.enabled accepts true or false"):
+        to_conf({"enabled": "maybe"})
+    with pytest.raises(ValueError, match=r"decisionLog\.maxQueries accepts an integer"):
+        to_conf({"decision_log_max_queries": "lots"})
+
+
+def test_keywords_follow_the_keys():
+    assert keyword("spark.sql.hiveJoinOpts.enabled") == "enabled"
+    assert keyword("spark.sql.hiveJoinOpts.skewJoin.enabled") == "skew_join"
+    assert keyword("spark.sql.hiveJoinOpts.skewJoin.detection.minRows") == "skew_join_detection_min_rows"
+    assert len(KEYWORDS) == len(FLAGS), "two flags map to one keyword"
+
+
+def test_the_python_flag_table_matches_the_jar(spark):
+    jvm_flags = hive_join_opts._session.flags_from_jvm(spark)
+    assert {f["key"]: f["type"] for f in jvm_flags} == FLAGS
+
+
+def test_a_session_built_by_configure_runs_the_extension(spark):
+    facade = spark._jvm.hivejoinopts.HiveJoinOpts
+    assert spark.conf.get("spark.sql.extensions").split(",").count(EXT) == 1
+    assert spark.conf.get("spark.sql.hiveJoinOpts.strict") == "true"
+    assert facade.isActive(spark._jsparkSession) == bool(list(facade.injectedRules(spark._jsparkSession)))
+
+
+def test_same_answer_with_the_extension_on_and_off(spark):
+    spark.range(0, 1000).selectExpr("id % 50 AS k", "id AS v").createOrReplaceTempView("t1")
+    spark.range(0, 100).selectExpr("id AS k", "id * 10 AS w").createOrReplaceTempView("t2")
+    query = "SELECT t1.k, count(*) AS n, sum(w) AS s FROM t1 JOIN t2 ON t1.k = t2.k GROUP BY t1.k"
+    spark.conf.set("spark.sql.hiveJoinOpts.enabled", "false")
+    off = spark.sql(query)
+    off_rows = off.collect()
+    spark.conf.set("spark.sql.hiveJoinOpts.enabled", "true")
+    on = spark.sql(query)
+    assert_df_equality(spark.createDataFrame(off_rows, off.schema), on, ignore_row_order=True)
+    assert len(off_rows) == 50
+
+
+def test_set_rejects_a_bad_value_naming_the_key(spark):
+    with pytest.raises(Exception, match=r"spark\.sql\.hiveJoinOpts\.enabled should be boolean"):
+        spark.sql("SET spark.sql.hiveJoinOpts.enabled=maybe")
+    with pytest.raises(Exception, match=r"spark\.sql\.hiveJoinOpts\.decisionLog\.maxQueries"):
+        spark.sql("SET spark.sql.hiveJoinOpts.decisionLog.maxQueries=-1")
+    assert spark.conf.get("spark.sql.hiveJoinOpts.enabled") == "true"
+
+
+def test_explain_returns_and_prints_decisions_and_plan(spark, capsys):
+    df = spark.range(10).join(spark.range(5), "id")
+    explanation = hive_join_opts.explain(df)
+    printed = capsys.readouterr().out
+    assert "== hive-join-opts decisions ==" in printed
+    assert "== Physical Plan ==" in printed
+    assert printed == str(explanation) + "\n"
+    assert isinstance(explanation.decisions, list)
+    assert "Join" in explanation.optimized_plan
+    executed = hive_join_opts.explain(df, execute=True, print_=False)
+    assert "isFinalPlan=true" in executed.physical_plan
+
+
+def test_last_decisions_reads_the_sessions_latest_query(spark):
+    spark.range(3).collect()
+    assert hive_join_opts.last_decisions(spark) == []
+
+
+def test_enable_on_an_active_extension_only_sets_flags_and_is_idempotent(spark):
+    facade = spark._jvm.hivejoinopts.HiveJoinOpts
+    before = list(facade.injectedRules(spark._jsparkSession))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hive_join_opts.enable_hive_join_opts(spark, correlation=False)
+        hive_join_opts.enable_hive_join_opts(spark, correlation=False)
+    assert spark.conf.get("spark.sql.hiveJoinOpts.correlation.enabled") == "false"
+    assert list(facade.injectedRules(spark._jsparkSession)) == before
+    spark.conf.unset("spark.sql.hiveJoinOpts.correlation.enabled")
+    with pytest.raises(TypeError, match="unknown hive-join-opts flag"):
+        hive_join_opts.enable_hive_join_opts(spark, corelation=False)
+
+
+def test_configure_warns_when_a_session_already_runs(spark):
+    with pytest.warns(UserWarning, match="enable_hive_join_opts"):
+        hive_join_opts.configure(SparkSession.builder)
+
+
+SESSION_WITHOUT_JAR = textwrap.dedent("""
+    import os, sys
+    from pyspark.sql import SparkSession
+    import hive_join_opts
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.driver.host", "127.0.0.1").getOrCreate())
+    try:
+        hive_join_opts.enable_hive_join_opts(spark)
+    except hive_join_opts.HiveJoinOptsNotLoadedError as e:
+        print("ERROR:", e)
+    try:
+        hive_join_opts.explain(spark.range(1))
+    except hive_join_opts.HiveJoinOptsNotLoadedError:
+        print("EXPLAIN-ERROR")
+""")
+
+
+def test_enable_without_the_jar_prints_the_arguments_to_use():
+    result = run_python(SESSION_WITHOUT_JAR)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "ERROR: The hive-join-opts JAR is not on this Spark driver's classpath" in out
+    assert f"--jars {hive_join_opts.jar_path()} --conf spark.sql.extensions={EXT}" in out
+    assert "EXPLAIN-ERROR" in out
+
+
+SESSION_WITH_JAR_ONLY = textwrap.dedent("""
+    import json, warnings
+    from pyspark.sql import SparkSession
+    import hive_join_opts
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.jars", hive_join_opts.jar_path()).getOrCreate())
+    facade = spark._jvm.hivejoinopts.HiveJoinOpts
+    print("ACTIVE-BEFORE", facade.isActive(spark._jsparkSession))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hive_join_opts.enable_hive_join_opts(spark, skew_join=False)
+        first = list(facade.injectedRules(spark._jsparkSession))
+        hive_join_opts.enable_hive_join_opts(spark, skew_join=False)
+        second = list(facade.injectedRules(spark._jsparkSession))
+    print("RULES", json.dumps(first))
+    print("SAME-AFTER-SECOND-CALL", first == second)
+    print("START-ONLY", json.dumps(list(facade.installOnLiveSession(spark._jsparkSession))))
+    print("WARNINGS", json.dumps([str(w.message) for w in caught]))
+    print("FLAG", spark.conf.get("spark.sql.hiveJoinOpts.skewJoin.enabled"))
+    try:
+        spark.sql("SET spark.sql.hiveJoinOpts.enabled=maybe")
+    except Exception as e:
+        print("SET-ERROR", "spark.sql.hiveJoinOpts.enabled" in str(e))
+    print("ROWS", spark.range(10).join(spark.range(5), "id").count())
+""")
+
+
+def test_enable_on_a_session_with_the_jar_but_no_extension_installs_live_rules():
+    result = run_python(SESSION_WITH_JAR_ONLY)
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+    assert lines["ACTIVE-BEFORE"] == "False"
+    assert lines["SAME-AFTER-SECOND-CALL"] == "True"
+    assert all(r.startswith("experimentalOptimizer:") for r in json.loads(lines["RULES"]))
+    start_only = json.loads(lines["START-ONLY"])
+    warned = json.loads(lines["WARNINGS"])
+    if start_only:
+        assert len(warned) == 1, warned
+        assert f"spark.sql.extensions={EXT}" in warned[0]
+        assert all(feature in warned[0] for feature in start_only)
+    else:
+        assert warned == []
+    assert lines["FLAG"] == "false"
+    assert lines["SET-ERROR"] == "True"
+    assert lines["ROWS"] == "5"
+
+
+def test_import_fails_clearly_on_another_pyspark_version():
+    result = run_python("import pyspark; pyspark.__version__ = '3.5.1'; import hive_join_opts")
+    assert result.returncode != 0
+    assert "SparkVersionMismatchError" in result.stderr
+    assert f"built for Spark {pyspark.__version__}, but the installed pyspark is Spark 3.5.1" in result.stderr
+    assert f"pip install 'pyspark=={pyspark.__version__}'" in result.stderr

@@ -1,0 +1,110 @@
+"""The `hive-join-opts` command: every subcommand and its error paths, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+
+import hive_join_opts
+
+from conftest import run_cli
+
+EXT = "hivejoinopts.HiveJoinOptsExtension"
+
+
+def test_jar_path_prints_the_jar():
+    result = run_cli("jar-path")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == hive_join_opts.jar_path()
+
+
+def test_submit_args_prints_what_to_paste_into_spark_submit():
+    result = run_cli("submit-args", "--flag", "skew_join=false")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "--jars", hive_join_opts.jar_path(), "--conf", f"spark.sql.extensions={EXT}",
+        "--conf", "spark.sql.hiveJoinOpts.skewJoin.enabled=false",
+    ]
+
+
+def test_submit_args_rejects_bad_flags():
+    unknown = run_cli("submit-args", "--flag", "skew=false")
+    assert unknown.returncode != 0 and "unknown hive-join-opts flag keyword(s): skew" in unknown.stderr
+    bad_value = run_cli("submit-args", "--flag", "enabled=maybe")
+    assert bad_value.returncode != 0 and "accepts true or false" in bad_value.stderr
+    malformed = run_cli("submit-args", "--flag", "enabled")
+    assert malformed.returncode != 0 and "KEYWORD=VALUE" in malformed.stderr
+
+
+def test_flags_lists_every_keyword():
+    result = run_cli("flags")
+    assert result.returncode == 0, result.stderr
+    from hive_join_opts._flags import KEYWORDS
+
+    listed = {line.split()[0] for line in result.stdout.splitlines()}
+    assert listed == set(KEYWORDS)
+
+
+def test_explain_sql_over_files_shows_decisions_and_plan(tmp_path, spark):
+    spark.range(0, 100).selectExpr("id AS k", "id % 3 AS g").write.parquet(str(tmp_path / "t"))
+    result = run_cli(
+        "explain", "--table", f"t={tmp_path / 't'}", "--execute", "--flag", "correlation=false",
+        "--sql", "SELECT a.g, count(*) FROM t a JOIN t b USING (k) GROUP BY a.g",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "== hive-join-opts decisions ==" in result.stdout
+    assert "== Physical Plan ==" in result.stdout
+    assert "isFinalPlan=true" in result.stdout
+
+
+def test_explain_reads_a_file_and_reports_bad_input(tmp_path):
+    query = tmp_path / "q.sql"
+    query.write_text("SELECT 1 AS one")
+    ok = run_cli("explain", "--file", str(query))
+    assert ok.returncode == 0 and "== Optimized Logical Plan ==" in ok.stdout, ok.stderr
+    neither = run_cli("explain")
+    assert neither.returncode != 0 and "exactly one of --sql TEXT or --file PATH" in neither.stderr
+    missing = run_cli("explain", "--sql", "SELECT 1", "--table", f"t={tmp_path / 'nope'}")
+    assert missing.returncode != 0 and "does not exist" in missing.stderr
+
+
+def test_module_entry_point_is_the_same_command():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for command in ("jar-path", "submit-args", "explain", "demo", "bench", "flags"):
+        assert command in result.stdout
+
+
+def test_demo_runs_and_prints_decisions_and_ratios():
+    result = run_cli("demo", "--scale", "0.1", "--runs", "1")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = result.stdout
+    assert "=== Skew-join rewrite ===" in out
+    assert "=== Correlation-based shuffle elimination ===" in out
+    assert out.count("speedup") >= 1
+    assert "same rows: yes" in out
+    assert "same rows: NO" not in out
+
+
+def test_bench_writes_table_chart_and_json(tmp_path):
+    listed = run_cli("bench", "--list")
+    assert listed.returncode == 0 and "no_candidates" in listed.stdout
+    out = tmp_path / "bench"
+    result = run_cli("bench", "--scale", "0.05", "--runs", "1", "--scenario", "no_candidates",
+                     "--out", str(out))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    table = (out / "bench.md").read_text()
+    assert "| no_candidates |" in table
+    assert "hive-join-opts bench --scale 0.05 --runs 1 --scenario no_candidates" in table
+    assert (out / "bench.png").stat().st_size > 1000
+    raw = json.loads((out / "bench.json").read_text())
+    assert raw[0]["same_answer"] is True
+    assert raw[0]["spark"]["rows"] == raw[0]["extension"]["rows"] == 10
+    unknown = run_cli("bench", "--scenario", "no_such_scenario", "--list")
+    assert unknown.returncode != 0 and "no scenario matches" in unknown.stderr
+
+
+def test_explain_reports_a_bad_query_without_a_traceback():
+    result = run_cli("explain", "--sql", "SELECT nope FROM nowhere")
+    assert result.returncode == 1
+    assert "hive-join-opts explain:" in result.stderr and "nowhere" in result.stderr
+    assert "Traceback" not in result.stderr
