@@ -21,6 +21,9 @@ pytestmark = pytest.mark.tpc
 OFF_CONF = {"spark.sql.hiveJoinOpts.enabled": "false"}
 EXTENSION_CONF = {
     "spark.sql.hiveJoinOpts.enabled": "true",
+    # skew join
+    # map-join pruning
+    # correlation
 }
 
 CASES = [

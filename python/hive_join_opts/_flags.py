@@ -19,8 +19,11 @@ FLAGS: dict[str, str] = {
     PREFIX + "strict": "boolean",
     PREFIX + "decisionLog.maxQueries": "int",
     PREFIX + "decisionLog.maxDecisionsPerQuery": "int",
+    # skew join
     PREFIX + "skewJoin.enabled": "boolean",
+    # map-join pruning
     PREFIX + "mapJoinPruning.enabled": "boolean",
+    # correlation
     PREFIX + "correlation.enabled": "boolean",
 }
 

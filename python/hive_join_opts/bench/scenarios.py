@@ -2,3 +2,9 @@
 after the rule."""
 
 from . import no_candidates  # noqa: F401
+
+# skew join
+
+# map-join pruning
+
+# correlation

@@ -21,6 +21,12 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     }
     // Declaring the flags registers them, so bad values fail at SET from the first query on.
     HiveJoinOptsConf.register()
+
+    // ---- skew join ----
+
+    // ---- map-join pruning ----
+
+    // ---- correlation ----
   }
 }
 
@@ -32,8 +38,16 @@ object HiveJoinOptsExtension {
    * Optimizer rules that can join a session that is already running, through
    * `spark.experimental.extraOptimizations`.
    */
-  def liveOptimizerRules(session: SparkSession): Seq[Rule[LogicalPlan]] = Nil
+  def liveOptimizerRules(session: SparkSession): Seq[Rule[LogicalPlan]] = Seq(
+    // ---- skew join ----
+    // ---- map-join pruning ----
+    // ---- correlation ----
+  )
 
   /** What works only when the extension is set in `spark.sql.extensions` at session start. */
-  val startOnlyFeatures: Seq[String] = Nil
+  val startOnlyFeatures: Seq[String] = Seq(
+    // ---- skew join ----
+    // ---- map-join pruning ----
+    // ---- correlation ----
+  )
 }
