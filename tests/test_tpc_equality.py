@@ -21,7 +21,12 @@ pytestmark = pytest.mark.tpc
 OFF_CONF = {"spark.sql.hiveJoinOpts.enabled": "false"}
 EXTENSION_CONF = {
     "spark.sql.hiveJoinOpts.enabled": "true",
-    # skew join
+    # skew join: thresholds for this small data, and fewer whole-side broadcasts so that
+    # shuffle joins (the only ones with skew) exist
+    "spark.sql.autoBroadcastJoinThreshold": "1m",
+    "spark.sql.hiveJoinOpts.skewJoin.detection.minInputBytes": "512k",
+    "spark.sql.hiveJoinOpts.skewJoin.detection.minKeyFraction": "0.01",
+    "spark.sql.hiveJoinOpts.skewJoin.detection.minKeyRows": "50",
     # map-join pruning
     # correlation
 }

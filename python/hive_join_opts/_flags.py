@@ -21,6 +21,20 @@ FLAGS: dict[str, str] = {
     PREFIX + "decisionLog.maxDecisionsPerQuery": "int",
     # skew join
     PREFIX + "skewJoin.enabled": "boolean",
+    PREFIX + "skewJoin.hint.enabled": "boolean",
+    PREFIX + "skewJoin.split.enabled": "boolean",
+    PREFIX + "skewJoin.metadata.enabled": "boolean",
+    PREFIX + "skewJoin.detection.enabled": "boolean",
+    PREFIX + "skewJoin.detection.minInputBytes": "bytes",
+    PREFIX + "skewJoin.detection.sampleRows": "long",
+    PREFIX + "skewJoin.detection.maxTime": "duration",
+    PREFIX + "skewJoin.detection.minKeyFraction": "double",
+    PREFIX + "skewJoin.detection.minKeyRows": "long",
+    PREFIX + "skewJoin.maxSkewedKeys": "int",
+    PREFIX + "skewJoin.maxBroadcastBytes": "bytes",
+    PREFIX + "skewJoin.form": "auto|union|salted",
+    PREFIX + "skewJoin.saltBuckets": "int",
+    PREFIX + "skewJoin.nullKeys.enabled": "boolean",
     # map-join pruning
     PREFIX + "mapJoinPruning.enabled": "boolean",
     # correlation
@@ -67,6 +81,10 @@ def _render(key: str, kind: str, value: Any) -> str:
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise ValueError(f"{key} accepts a size such as 10m or 1g, not {value!r}")
         return str(value)
+    if kind == "duration":
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise ValueError(f"{key} accepts a duration such as 30s or 500ms, not {value!r}")
+        return f"{value}ms" if isinstance(value, int) else value
     if "|" in kind:
         choices = kind.split("|")
         if isinstance(value, str) and value.strip().lower() in choices:

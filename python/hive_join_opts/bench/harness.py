@@ -57,8 +57,7 @@ class Scenario:
     # it uses there (the demo should take a minute, not ten).
     showcase: bool = False
     demo_scale: float = 0.25
-    # Picks the join stage from the stages of a run (default: the heaviest stage reading a
-    # shuffle, else the heaviest stage).
+    # Picks the join stage from the stages of a run (default: the most uneven heavy stage).
     join_stage: Callable[[list[dict]], dict | None] | None = None
 
 
@@ -80,9 +79,13 @@ def load_scenarios() -> list[Scenario]:
 
 
 def default_join_stage(stages: list[dict]) -> dict | None:
-    reading = [s for s in stages if s["shuffleReadBytes"] > 0]
-    pool = reading or stages
-    return max(pool, key=lambda s: sum(s["taskDurationsMs"]), default=None)
+    """The most uneven of the stages that hold at least a tenth of the run's task time: a
+    rewritten join may do its work in a shuffle stage and in a map-side join stage, and the
+    straggler is whichever of them is most uneven."""
+    total = sum(sum(s["taskDurationsMs"]) for s in stages)
+    heavy = [s for s in stages
+             if s["taskDurationsMs"] and sum(s["taskDurationsMs"]) >= 0.1 * total]
+    return max(heavy, key=lambda s: straggler_factor(s) or 0.0, default=None)
 
 
 def straggler_factor(stage: dict | None) -> float | None:

@@ -4,6 +4,7 @@ after the rule."""
 from . import no_candidates  # noqa: F401
 
 # skew join
+from . import skew_join_split  # noqa: F401,E402
 
 # map-join pruning
 

@@ -59,6 +59,91 @@ object HiveJoinOptsConf {
       "(broadcast) and the rest through the normal shuffle join.",
     V010, default = true))
 
+  val SKEW_JOIN_HINT_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "skewJoin.hint.enabled",
+    "Read the SKEW hint (/*+ SKEW('t', 'c', v) */ and its other shapes) at analysis. When " +
+      "false, Spark drops the hint with a warning, as it drops every hint it does not know.",
+    V010, default = true))
+
+  val SKEW_JOIN_SPLIT_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "skewJoin.split.enabled",
+    "Rewrite joins with heavy-hitter keys (rule SkewJoinSplit): the skewed keys are joined " +
+      "map-side and the rest through the normal shuffle join.",
+    V010, default = true))
+
+  val SKEW_JOIN_METADATA_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "skewJoin.metadata.enabled",
+    "Take skewed keys from table metadata: Hive's SKEWED BY info of Hive tables, and the " +
+      "table properties hiveJoinOpts.skewedColumns / hiveJoinOpts.skewedValues of other tables.",
+    V010, default = true))
+
+  val SKEW_JOIN_DETECTION_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "skewJoin.detection.enabled",
+    "Detect skewed keys by sampling the join key of inputs larger than " +
+      "skewJoin.detection.minInputBytes. Results are cached per table version.",
+    V010, default = true))
+
+  val SKEW_JOIN_DETECTION_MIN_INPUT_BYTES: Flag[Long] = flag(Flag.bytes(
+    PREFIX + "skewJoin.detection.minInputBytes",
+    "Join inputs smaller than this (estimated from statistics) are not sampled; a SKEW hint " +
+      "without values samples its table whatever its size.",
+    V010, default = "128m", _ >= 0, "Must be a size of zero or more."))
+
+  val SKEW_JOIN_DETECTION_SAMPLE_ROWS: Flag[Long] = flag(Flag.long(
+    PREFIX + "skewJoin.detection.sampleRows",
+    "About how many rows of the join input the sample keeps; its fraction is this over the " +
+      "input's estimated row count.",
+    V010, default = 1000000L, _ > 0, "Must be a positive number of rows."))
+
+  val SKEW_JOIN_DETECTION_MAX_TIME: Flag[Long] = flag(Flag.duration(
+    PREFIX + "skewJoin.detection.maxTime",
+    "The sampling job is cancelled after this long and the join keeps its plan.",
+    V010, default = "30s", _ > 0, "Must be a positive duration."))
+
+  val SKEW_JOIN_MIN_KEY_FRACTION: Flag[Double] = flag(Flag.double(
+    PREFIX + "skewJoin.detection.minKeyFraction",
+    "A key is skewed when it holds at least this fraction of the join input's rows " +
+      "(and at least skewJoin.detection.minKeyRows rows). Also the share of NULL keys above " +
+      "which NULL-key rows of a preserved side bypass the shuffle.",
+    V010, default = 0.02, f => f > 0 && f <= 1, "Must be in (0, 1]."))
+
+  val SKEW_JOIN_MIN_KEY_ROWS: Flag[Long] = flag(Flag.long(
+    PREFIX + "skewJoin.detection.minKeyRows",
+    "A key is skewed only when it holds at least this many rows (estimated from the sample).",
+    V010, default = 100000L, _ >= 0, "Must be zero or more."))
+
+  val SKEW_JOIN_MAX_KEYS: Flag[Int] = flag(Flag.int(
+    PREFIX + "skewJoin.maxSkewedKeys",
+    "At most this many skewed keys per join (the heaviest first), from any source.",
+    V010, default = 16, k => k > 0 && k <= 1000, "Must be between 1 and 1000."))
+
+  val SKEW_JOIN_MAX_BROADCAST_BYTES: Flag[Long] = flag(Flag.bytes(
+    PREFIX + "skewJoin.maxBroadcastBytes",
+    "The other side's rows for the skewed keys are broadcast; when they are estimated above " +
+      "this, those keys are left to the shuffle join.",
+    V010, default = "64m", _ > 0, "Must be a positive size."))
+
+  val SKEW_JOIN_FORM: Flag[String] = flag(Flag.choice(
+    PREFIX + "skewJoin.form",
+    "How a skewed join is rewritten: 'union' joins the skewed keys by broadcast and the rest " +
+      "by shuffle, reading both inputs twice; 'salted' reads the inputs once and spreads each " +
+      "skewed key of the big side over skewJoin.saltBuckets shuffle buckets, replicating the " +
+      "other side's few rows for those keys; 'auto' picks from estimated sizes. A form that " +
+      "is not exact for the join type is never used.",
+    V010, default = "auto", Seq("auto", "union", "salted")))
+
+  val SKEW_JOIN_SALT_BUCKETS: Flag[Int] = flag(Flag.int(
+    PREFIX + "skewJoin.saltBuckets",
+    "Buckets each skewed key is spread over in the salted form; 0 sizes them from the " +
+      "skewed rows and spark.sql.shuffle.partitions.",
+    V010, default = 0, b => b >= 0 && b <= 10000, "Must be between 0 and 10000."))
+
+  val SKEW_JOIN_NULL_KEYS_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "skewJoin.nullKeys.enabled",
+    "Rows with a NULL join key on a preserved side of an outer or anti join cannot match: when " +
+      "they are skewed, they bypass the shuffle instead of landing in one task.",
+    V010, default = true))
+
   // ---- map-join pruning ----
 
   val MAP_JOIN_PRUNING_ENABLED: Flag[Boolean] = flag(Flag.boolean(

@@ -23,6 +23,14 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     HiveJoinOptsConf.register()
 
     // ---- skew join ----
+    // Hint batch: SKEW(t, c) written without quotes would otherwise be resolved as columns.
+    ext.injectHintResolutionRule(_ => skew.SkewHintNames)
+    // Analysis: Spark drops hints it does not know once relations are resolved, so the SKEW
+    // hint is read in the resolution batch, as soon as the relations it names are resolved.
+    ext.injectResolutionRule(skew.ResolveSkewHint)
+    // Optimizer, once, on the optimized plan (filters pushed, columns pruned) and before join
+    // selection, so that the skewed-key branch is planned as a broadcast join.
+    ext.injectPreCBORule(skew.SkewJoinSplit)
 
     // ---- map-join pruning ----
 
@@ -40,6 +48,7 @@ object HiveJoinOptsExtension {
    */
   def liveOptimizerRules(session: SparkSession): Seq[Rule[LogicalPlan]] = Seq(
     // ---- skew join ----
+    skew.SkewJoinSplit(session),
     // ---- map-join pruning ----
     // ---- correlation ----
   )
@@ -47,6 +56,7 @@ object HiveJoinOptsExtension {
   /** What works only when the extension is set in `spark.sql.extensions` at session start. */
   val startOnlyFeatures: Seq[String] = Seq(
     // ---- skew join ----
+    "the SKEW hint (read by an analyzer rule)",
     // ---- map-join pruning ----
     // ---- correlation ----
   )

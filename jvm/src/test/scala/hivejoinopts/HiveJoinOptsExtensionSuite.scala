@@ -20,6 +20,8 @@ class HiveJoinOptsExtensionSuite extends HiveJoinOptsQueryTest {
     val injected = HiveJoinOpts.injectedRules(spark).asScala
     assert(injected.contains("optimizer:RecordingRule"), injected)
     assert(injected.contains("optimizer:ThrowingRule"), injected)
+    assert(injected.contains("resolution:ResolveSkewHint"), injected)
+    assert(injected.contains("preCBO:SkewJoinSplit"), injected)
     assert(HiveJoinOpts.isActive(spark))
   }
 

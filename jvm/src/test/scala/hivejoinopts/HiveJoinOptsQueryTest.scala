@@ -18,8 +18,12 @@ trait HiveJoinOptsQueryTest extends QueryTest with SharedSparkSession with Adapt
   /** Extra extensions a suite loads next to ours (test-only rules). */
   protected def extraExtensions: Seq[String] = Nil
 
+  /** False for suites that test the machinery with test-only rules alone. */
+  protected def loadExtension: Boolean = true
+
   override protected def sparkConf: SparkConf = super.sparkConf
-    .set("spark.sql.extensions", (HiveJoinOptsExtension.CLASS_NAME +: extraExtensions).mkString(","))
+    .set("spark.sql.extensions", ((if (loadExtension) Seq(HiveJoinOptsExtension.CLASS_NAME)
+      else Nil) ++ extraExtensions).mkString(","))
     .set(HiveJoinOptsConf.STRICT.key, "true")
     .set("spark.driver.host", "127.0.0.1")
     .set("spark.driver.bindAddress", "127.0.0.1")

@@ -17,7 +17,8 @@ import hivejoinopts.log.{Decision, DecisionLog, Outcome}
 /**
  * The base of every rule of hive-join-opts. It
  *  - returns the plan untouched unless the master switch, the family switch and the rule's own
- *    flag are on, read at apply time so `SET` works per session;
+ *    flag are on, read at apply time so `SET` works per session, and inside the queries rules
+ *    run while planning ([[InternalQuery]]);
  *  - catches any non-fatal failure of the rule, logs it with the rule's name, records it in the
  *    decision log and returns the original plan (rethrows when `strict` is on); bad user input
  *    reported as [[HiveJoinOptsAnalysisException]] always fails the query;
@@ -39,7 +40,8 @@ abstract class HiveJoinOptsRule[T <: TreeNode[T]] extends Rule[T] with Logging {
   def name: String = getClass.getSimpleName.stripSuffix("$")
 
   final override def apply(plan: T): T = {
-    if (!HiveJoinOptsConf.enabled(conf)) return plan
+    // Queries the rules themselves run while planning are left as Spark plans them.
+    if (InternalQuery.active || !HiveJoinOptsConf.enabled(conf)) return plan
     DecisionLog.enter(session)
     if (!HiveJoinOptsConf.ruleEnabled(conf, family, flag)) return plan
     try rewrite(plan) catch {

@@ -50,6 +50,12 @@ object Flag {
     new Flag(builder(key, doc, version).bytesConf(ByteUnit.BYTE).checkValue(valid, rule)
       .createWithDefaultString(default), "bytes")
 
+  /** A duration such as `30s` or `500ms` (plain numbers are milliseconds), read as ms. */
+  def duration(key: String, doc: String, version: String, default: String,
+      valid: Long => Boolean, rule: String): Flag[Long] =
+    new Flag(builder(key, doc, version).timeConf(java.util.concurrent.TimeUnit.MILLISECONDS)
+      .checkValue(valid, rule).createWithDefaultString(default), "duration")
+
   /** One of `values`, compared without case; read in lower case. */
   def choice(key: String, doc: String, version: String, default: String,
       values: Seq[String]): Flag[String] =

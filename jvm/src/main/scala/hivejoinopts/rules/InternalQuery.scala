@@ -1,0 +1,77 @@
+package hivejoinopts.rules
+
+import java.util.UUID
+import java.util.concurrent.{Executors, ScheduledExecutorService, ThreadFactory, TimeUnit}
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.execution.{QueryExecution, SQLExecution}
+
+import hivejoinopts.compat.SparkShims
+
+/** A query a rule ran while planning did not finish within its time bound. */
+class InternalQueryTimeout(message: String) extends RuntimeException(message)
+
+/**
+ * Queries that rules run while planning another query (a sample of a join key, the values of a
+ * small side). They are planned without the rules of hive-join-opts, leave no trace in the
+ * decision log, and are cancelled when they run longer than their bound.
+ */
+object InternalQuery {
+
+  private val depth = new ThreadLocal[Int] {
+    override def initialValue(): Int = 0
+  }
+
+  private lazy val timer: ScheduledExecutorService =
+    Executors.newSingleThreadScheduledExecutor(new ThreadFactory {
+      override def newThread(r: Runnable): Thread = {
+        val t = new Thread(r, "hive-join-opts-internal-query-timer")
+        t.setDaemon(true)
+        t
+      }
+    })
+
+  /** True while the calling thread plans or runs an internal query. */
+  def active: Boolean = depth.get() > 0
+
+  /**
+   * Runs `plan` and returns its rows, cancelling its jobs after `timeoutMs` (then it throws
+   * [[InternalQueryTimeout]]). Callers bound the size of the result in the plan itself.
+   */
+  def collect(
+      session: SparkSession,
+      plan: LogicalPlan,
+      timeoutMs: Long,
+      what: String): (Seq[InternalRow], QueryExecution) = {
+    val classic = SparkShims.classicSession(session)
+    val sc = classic.sparkContext
+    val tag = s"hive-join-opts-${UUID.randomUUID()}"
+    depth.set(depth.get() + 1)
+    sc.addJobTag(tag)
+    @volatile var timedOut = false
+    // Past the deadline, cancel again and again: a query may start more jobs (adaptive stages).
+    val cancel = timer.scheduleAtFixedRate(new Runnable {
+      override def run(): Unit = {
+        timedOut = true
+        sc.cancelJobsWithTag(tag, s"hive-join-opts: $what ran longer than $timeoutMs ms")
+      }
+    }, timeoutMs, 50, TimeUnit.MILLISECONDS)
+    try {
+      val qe = classic.sessionState.executePlan(plan)
+      val rows = SQLExecution.withNewExecutionId(qe, Some(s"hive-join-opts: $what")) {
+        qe.executedPlan.executeCollect().toSeq
+      }
+      if (timedOut) throw new InternalQueryTimeout(s"$what ran longer than $timeoutMs ms")
+      (rows, qe)
+    } catch {
+      case e: Exception if timedOut =>
+        throw new InternalQueryTimeout(s"$what ran longer than $timeoutMs ms")
+    } finally {
+      cancel.cancel(false)
+      sc.removeJobTag(tag)
+      depth.set(depth.get() - 1)
+    }
+  }
+}

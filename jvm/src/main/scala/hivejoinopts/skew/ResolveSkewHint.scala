@@ -1,0 +1,244 @@
+package hivejoinopts.skew
+
+import java.util.Locale
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, CreateNamedStruct, ExprId, Expression, Literal, SubqueryExpression}
+import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan, Project, SubqueryAlias, UnresolvedHint, View}
+import org.apache.spark.sql.hivejoinopts.Flag
+import org.apache.spark.sql.types.StringType
+
+import hivejoinopts.{HiveJoinOptsAnalysisException, HiveJoinOptsConf}
+import hivejoinopts.HiveJoinOptsConf.Family
+import hivejoinopts.rules.{HiveJoinOptsLogicalRule, JoinKeys}
+
+/**
+ * What a SKEW hint said about one relation of a query: its skewed `columns` (None: whichever
+ * columns it is joined on) and their `values` (None: detect them).
+ */
+final case class HintedSkew(
+    hint: String,
+    relation: String,
+    relationOutput: Seq[Attribute],
+    columns: Option[Seq[Attribute]],
+    values: Option[Seq[Seq[Any]]])
+
+/**
+ * The SKEW hints of recent queries, by the expression ids of the columns they name. Expression
+ * ids are unique in the driver and survive optimization, so [[SkewJoinSplit]] finds a hint by
+ * the join keys it meets. Bounded: the oldest entries go first.
+ */
+object SkewHints {
+  private val MaxEntries = 4096
+  private val byExprId = new java.util.LinkedHashMap[ExprId, HintedSkew](256, 0.75f, true) {
+    override def removeEldestEntry(e: java.util.Map.Entry[ExprId, HintedSkew]): Boolean =
+      size() > MaxEntries
+  }
+
+  def register(hinted: HintedSkew, ids: Seq[ExprId]): Unit = byExprId.synchronized {
+    ids.foreach(byExprId.put(_, hinted))
+  }
+
+  def lookup(id: ExprId): Option[HintedSkew] = byExprId.synchronized(Option(byExprId.get(id)))
+}
+
+/**
+ * Reads the SKEW hint at analysis, before Spark drops the hints it does not know.
+ *
+ * Shapes, `t` a table name or alias in the query (the hint's scope, as for join hints):
+ * {{{
+ *   /*+ SKEW('t') */                                  t is skewed on the keys it is joined on
+ *   /*+ SKEW('t', 'c') */                             ... on column c; values detected
+ *   /*+ SKEW('t', 'c', 1) */, SKEW('t', 'c', (1, 2))  ... on these values of c
+ *   /*+ SKEW('t', ('c1', 'c2'), ((1, 'a'), (2, 'b'))) */  several columns, one tuple per key
+ * }}}
+ * On a DataFrame the relation is the DataFrame itself: `df.hint("skew", "c", 1)`.
+ *
+ * Before:
+ * {{{
+ *   UnresolvedHint SKEW, [t, c, 1]
+ *   +- Project ... +- Join Inner, (c = d) :- SubqueryAlias t ... :- SubqueryAlias u ...
+ * }}}
+ * After: the hint node is gone and the columns' expression ids are registered in [[SkewHints]].
+ *
+ * Names written without quotes, SKEW(t, c, 1), are made literals first by [[SkewHintNames]].
+ *
+ * An unknown table or column, or a value that is not a constant of the column's type, fails the
+ * query at analysis with a message that names the hint, the column and its type. A hint that no
+ * join of the query uses is dropped with a warning in the log and the decision log.
+ */
+case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRule {
+
+  override def family: Family = HiveJoinOptsConf.SkewJoin
+  override def flag: Flag[Boolean] = HiveJoinOptsConf.SKEW_JOIN_HINT_ENABLED
+
+  override protected def rewrite(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
+    case h: UnresolvedHint if isSkew(h) && h.child.resolved =>
+      resolve(h)
+      h.child
+  }
+
+  private def isSkew(h: UnresolvedHint): Boolean = SkewHintNames.isSkew(h)
+
+  private def fail(hint: String, problem: String): Nothing =
+    throw new HiveJoinOptsAnalysisException(s"SKEW hint $hint: $problem")
+
+  private def text(h: UnresolvedHint): String = h.parameters.map {
+    case Literal(v, StringType) => s"'$v'"
+    case u: UnresolvedAttribute => u.name
+    case e => e.sql
+  }.mkString(s"${h.name}(", ", ", ")")
+
+  private def name(e: Expression): Option[Seq[String]] = e match {
+    case Literal(v, StringType) if v != null => Some(UnresolvedAttribute.parseAttributeName(v.toString))
+    case u: UnresolvedAttribute => Some(u.nameParts)
+    case _ => None
+  }
+
+  private def resolve(h: UnresolvedHint): Unit = {
+    val hint = text(h)
+    if (h.parameters.isEmpty) fail(hint, "name the skewed table: SKEW('t'), SKEW('t', 'c'), ...")
+    val (relation, output, rest) = findRelation(hint, h)
+    val columns = rest.headOption.map(columnsOf(hint, relation, output, _))
+    val values = columns.flatMap { cols =>
+      val given = rest.drop(1)
+      if (given.isEmpty) None else Some(castValues(hint, relation, cols, given))
+    }
+    val hinted = HintedSkew(hint, relation, output, columns, values)
+    SkewHints.register(hinted, (columns.getOrElse(output) ++ aliasSources(h.child, columns
+      .getOrElse(output))).map(_.exprId))
+    if (!usedByJoin(h.child, columns.getOrElse(output).map(_.exprId).toSet)) {
+      val what = columns.map(_.map(c => s"$relation.${c.name}").mkString(", ")).getOrElse(relation)
+      val reason = s"no join of the query has $what as a join key; the hint is ignored"
+      logWarning(s"SKEW hint $hint: $reason")
+      skipped(s"SKEW hint $hint", reason)
+    }
+  }
+
+  /** The relation the hint names (an alias or table name, matched as Spark matches join hints). */
+  private def findRelation(
+      hint: String,
+      h: UnresolvedHint): (String, Seq[Attribute], Seq[Expression]) = {
+    val first = h.parameters.head
+    val ident = name(first).getOrElse(fail(hint, s"${first.sql} is not a table name"))
+    val matches = mutable.ArrayBuffer.empty[SubqueryAlias]
+    def visit(p: LogicalPlan): Unit = p match {
+      case a: SubqueryAlias if matchesTail(ident, a.identifier.qualifier :+ a.identifier.name) =>
+        matches += a
+      case _: SubqueryAlias | _: View =>
+      case other => other.children.foreach(visit)
+    }
+    visit(h.child)
+    matches.distinct.toList match {
+      case Seq(a) => (a.identifier.name, a.output, h.parameters.tail)
+      case Seq() if ident.size == 1 &&
+          h.child.output.exists(o => session.sessionState.conf.resolver(o.name, ident.head)) =>
+        // DataFrame form: df.hint("skew", "c", ...) names the columns of the DataFrame itself.
+        ("the DataFrame", h.child.output, h.parameters)
+      case Seq() =>
+        fail(hint, s"no table or alias named '${ident.mkString(".")}' in the query " +
+          s"(tables and aliases: ${aliases(h.child).mkString(", ")})")
+      case several =>
+        fail(hint, s"'${ident.mkString(".")}' names ${several.size} relations of the query; " +
+          "use an alias that names one")
+    }
+  }
+
+  private def matchesTail(hint: Seq[String], ident: Seq[String]): Boolean =
+    hint.length <= ident.length && hint.zip(ident.takeRight(hint.length)).forall {
+      case (a, b) => session.sessionState.conf.resolver(a, b)
+    }
+
+  private def aliases(plan: LogicalPlan): Seq[String] = plan.collect {
+    case a: SubqueryAlias => a.identifier.name
+  }.distinct
+
+  private def columnsOf(
+      hint: String,
+      relation: String,
+      output: Seq[Attribute],
+      param: Expression): Seq[Attribute] = {
+    val names = param match {
+      case s: CreateNamedStruct => s.valExprs
+      case e => Seq(e)
+    }
+    names.map { n =>
+      val col = name(n).map(_.last).getOrElse(fail(hint, s"${n.sql} is not a column name"))
+      output.find(a => session.sessionState.conf.resolver(a.name, col)).getOrElse(
+        fail(hint, s"$relation has no column '$col' (columns: ${output.map(_.name).mkString(", ")})"))
+    }
+  }
+
+  private def castValues(
+      hint: String,
+      relation: String,
+      columns: Seq[Attribute],
+      given: Seq[Expression]): Seq[Seq[Any]] =
+    SkewValues.tuples(given, columns.size).map { tuple =>
+      if (tuple.size != columns.size) {
+        fail(hint, s"${tuple.map(_.sql).mkString("(", ", ", ")")} has ${tuple.size} values for " +
+          s"${columns.size} columns (${columns.map(_.name).mkString(", ")})")
+      }
+      tuple.zip(columns).map { case (v, c) =>
+        SkewValues.castTo(v, c.dataType) match {
+          case Right(value) => value
+          case Left(problem) =>
+            fail(hint, s"$problem for column $relation.${c.name} of type ${c.dataType.sql}")
+        }
+      }
+    }.distinct
+
+  /** Attributes that the hinted columns are aliases of, so the hint survives alias removal. */
+  private def aliasSources(plan: LogicalPlan, hinted: Seq[Attribute]): Seq[Attribute] = {
+    val ids = hinted.map(_.exprId).toSet
+    plan.collect { case Project(list, _) => list }.flatten.collect {
+      case a @ Alias(source: Attribute, _) if ids.contains(a.exprId) => source
+    }
+  }
+
+  /** True when a join (or a subquery that becomes one) has one of `ids` in its keys. */
+  private def usedByJoin(plan: LogicalPlan, ids: Set[ExprId]): Boolean = plan.exists {
+    case j: Join => j match {
+      case JoinKeys(keys, _) =>
+        keys.exists(k => (k.left.references ++ k.right.references).exists(a => ids(a.exprId)))
+      case _ => false
+    }
+    case other => other.expressions.exists { e =>
+      val subqueries = e.collect { case s: SubqueryExpression => s.plan }
+      subqueries.nonEmpty &&
+        (e.references.exists(a => ids(a.exprId)) || subqueries.exists(usedByJoin(_, ids)))
+    }
+  }
+}
+
+/**
+ * Makes the names in a SKEW hint written without quotes, SKEW(t, c, 1), string literals, in
+ * the hint batch: otherwise the resolution batch would try to resolve them as columns of the
+ * query and fail (`c` is often ambiguous). It only quotes names, so it is not switched by flags:
+ * with the extension off, Spark then drops the hint as an unknown one instead of failing.
+ */
+object SkewHintNames extends org.apache.spark.sql.catalyst.rules.Rule[LogicalPlan] {
+
+  def isSkew(h: UnresolvedHint): Boolean = h.name.toUpperCase(Locale.ROOT) == "SKEW"
+
+  override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
+    case h: UnresolvedHint if isSkew(h) && h.parameters.exists(hasName) =>
+      h.copy(parameters = h.parameters.map {
+        case u: UnresolvedAttribute => Literal(u.name)
+        case s: CreateNamedStruct => s.copy(children = s.children.map {
+          case u: UnresolvedAttribute => Literal(u.name)
+          case other => other
+        })
+        case other => other
+      })
+  }
+
+  private def hasName(e: Expression): Boolean = e match {
+    case _: UnresolvedAttribute => true
+    case s: CreateNamedStruct => s.children.exists(_.isInstanceOf[UnresolvedAttribute])
+    case _ => false
+  }
+}

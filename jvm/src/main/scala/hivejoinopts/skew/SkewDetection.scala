@@ -1,0 +1,181 @@
+package hivejoinopts.skew
+
+import java.security.MessageDigest
+
+import scala.util.control.NonFatal
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.catalog.{CatalogTable, HiveTableRelation}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, Descending, Expression, If, IsNotNull, IsNull, Literal, Or, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.aggregate.Count
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, CollectMetrics, Filter, LeafNode, Limit, LogicalPlan, Project, Sample, Sort}
+import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation, PartitioningAwareFileIndex}
+import org.apache.spark.sql.types.LongType
+
+import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.rules.{InternalQuery, JoinKeys}
+
+/**
+ * A sample of a join input's key: how many rows it kept, how many had a NULL key, and the
+ * heaviest keys with their counts.
+ *
+ * @param fraction      the share of the input the sample read
+ * @param estimatedRows the input's row count estimated from its statistics
+ */
+final case class KeySample(
+    sampledRows: Long,
+    nullRows: Long,
+    fraction: Double,
+    estimatedRows: Double,
+    top: Seq[(Seq[Any], Long)],
+    millis: Long,
+    cached: Boolean) {
+
+  def share(count: Long): Double = if (sampledRows == 0) 0.0 else count.toDouble / sampledRows
+
+  /** Rows of the whole input with this sampled count. */
+  def rowsOf(count: Long): Double = count / fraction
+
+  def nullShare: Double = share(nullRows)
+
+  def numbers: Seq[(String, Any)] = Seq(
+    "sampledRows" -> sampledRows, "sampleFraction" -> f"$fraction%.4f",
+    "sampleMs" -> millis, "sampleCached" -> cached)
+}
+
+/**
+ * Finds skewed keys by sampling a join input: a bounded job (about
+ * `skewJoin.detection.sampleRows` rows, cancelled after `skewJoin.detection.maxTime`) that
+ * counts the key and returns only the heaviest keys. Only plain inputs (a relation, projected
+ * and filtered) are sampled. Results are cached per input and table version (the files'
+ * paths, sizes and modification times, or the table's DDL time), so repeated queries do not
+ * sample again.
+ */
+object SkewDetection extends Logging {
+
+  private val MetricsName = "hiveJoinOpts.keySample"
+  private val Seed = 0x5EEDL
+  private val MaxCached = 256
+
+  private val cache = new java.util.LinkedHashMap[AnyRef, KeySample](64, 0.75f, true) {
+    override def removeEldestEntry(e: java.util.Map.Entry[AnyRef, KeySample]): Boolean =
+      size() > MaxCached
+  }
+
+  /** Forgets every cached sample. */
+  def clearCache(): Unit = cache.synchronized(cache.clear())
+
+  /**
+   * Samples `keys` of `input`, keeping the `topN` heaviest non-NULL keys (only the tuples in
+   * `restrictTo`, when given). Left(reason) when the input cannot be sampled or the job failed.
+   */
+  def sample(
+      session: SparkSession,
+      input: LogicalPlan,
+      keys: Seq[Expression],
+      topN: Int,
+      restrictTo: Option[Seq[Seq[Any]]] = None): Either[String, KeySample] = {
+    if (!JoinKeys.isScanPipeline(input)) {
+      return Left("the input is not a plain scan (a relation, projected and filtered)")
+    }
+    if (!keys.forall(_.deterministic)) return Left("the join key is not deterministic")
+    val conf = session.sessionState.conf
+    val version = JoinKeys.relationOf(input).flatMap(tableVersion)
+    val cacheKey = version.map(v => (input.canonicalized, keys.map(_.canonicalized), restrictTo,
+      topN, v))
+    cacheKey.flatMap(k => cache.synchronized(Option(cache.get(k)))) match {
+      case Some(hit) => Right(hit.copy(cached = true))
+      case None =>
+        run(session, input, keys, topN, restrictTo,
+          HiveJoinOptsConf.SKEW_JOIN_DETECTION_SAMPLE_ROWS(conf),
+          HiveJoinOptsConf.SKEW_JOIN_DETECTION_MAX_TIME(conf)).map { fresh =>
+          cacheKey.foreach(k => cache.synchronized(cache.put(k, fresh)))
+          fresh
+        }
+    }
+  }
+
+  /** The input's row count: from statistics, else its size over the width of its rows. */
+  def estimatedRows(input: LogicalPlan): Double = {
+    val stats = input.stats
+    stats.rowCount.map(_.toDouble).getOrElse(
+      stats.sizeInBytes.toDouble / EstimationUtils.getSizePerRow(input.output).toDouble)
+  }
+
+  private def run(
+      session: SparkSession,
+      input: LogicalPlan,
+      keys: Seq[Expression],
+      topN: Int,
+      restrictTo: Option[Seq[Seq[Any]]],
+      sampleRows: Long,
+      maxTimeMs: Long): Either[String, KeySample] = {
+    val rows = estimatedRows(input)
+    val fraction = math.min(1.0, sampleRows / math.max(rows, 1.0))
+    val sampled = if (fraction >= 1.0) input else Sample(0.0, fraction, false, Seed, input)
+    val keyCols = keys.zipWithIndex.map { case (k, i) => Alias(k, s"k$i")() }
+    val projected = Project(keyCols, sampled)
+    val keyAttrs = projected.output
+    val anyNull = keyAttrs.map(IsNull(_): Expression).reduce(Or)
+    val counted = CollectMetrics(MetricsName, Seq(
+      Alias(Count(Literal(1)).toAggregateExpression(), "rows")(),
+      Alias(Count(If(anyNull, Literal(1), Literal(null))).toAggregateExpression(), "nulls")()),
+      projected, -1L)
+    val nonNull = Filter(keyAttrs.map(IsNotNull(_): Expression).reduce(org.apache.spark.sql
+      .catalyst.expressions.And), counted)
+    val kept = restrictTo.map(v => Filter(SkewValues.inKeys(keyAttrs, v), nonNull)).getOrElse(nonNull)
+    val count = Alias(Count(Literal(1)).toAggregateExpression(), "c")()
+    val grouped = Aggregate(keyAttrs, keyAttrs :+ count, kept)
+    val top = Limit(Literal(topN), Sort(
+      Seq(SortOrder(grouped.output.last, Descending)) ++ grouped.output.init.map(SortOrder(_,
+        Ascending)), global = true, grouped))
+    val started = System.nanoTime()
+    try {
+      val (result, qe) = InternalQuery.collect(session, top, maxTimeMs,
+        s"sampling the join key of ${hivejoinopts.rules.Candidates.tables(input)}")
+      val metrics = qe.observedMetrics.get(MetricsName)
+      val total = metrics.map(_.getLong(0)).getOrElse(0L)
+      val nulls = metrics.map(_.getLong(1)).getOrElse(0L)
+      val heaviest = result.map { row =>
+        val tuple = keyAttrs.indices.map(i => InternalRow.copyValue(row.get(i, keyAttrs(i).dataType)))
+        tuple -> row.getLong(keyAttrs.size)
+      }
+      Right(KeySample(total, nulls, fraction, rows, heaviest,
+        (System.nanoTime() - started) / 1000000L, cached = false))
+    } catch {
+      case NonFatal(e) =>
+        logWarning(s"hive-join-opts could not sample a join key: ${e.getMessage}")
+        Left(s"sampling failed: ${e.getMessage}")
+    }
+  }
+
+  /** A fingerprint of the data under `relation`, or None when it cannot be told cheaply. */
+  private def tableVersion(relation: LeafNode): Option[String] = relation match {
+    case r: LogicalRelation => r.relation match {
+      case fs: HadoopFsRelation => fs.location match {
+        case index: PartitioningAwareFileIndex =>
+          Some(digest(index.allFiles().map(f =>
+            s"${f.getPath}:${f.getLen}:${f.getModificationTime}").sorted))
+        case _ => r.catalogTable.map(ddlVersion)
+      }
+      case _ => r.catalogTable.map(ddlVersion)
+    }
+    case h: HiveTableRelation => Some(ddlVersion(h.tableMeta))
+    case _ => None
+  }
+
+  private def ddlVersion(t: CatalogTable): String = digest(Seq(t.identifier.unquotedString,
+    t.createTime.toString, t.properties.getOrElse("transient_lastDdlTime", ""),
+    t.stats.map(_.simpleString).getOrElse("")))
+
+  private def digest(parts: Seq[String]): String = {
+    val md = MessageDigest.getInstance("SHA-256")
+    parts.foreach(p => md.update(p.getBytes("UTF-8")))
+    md.digest().map("%02x".format(_)).mkString
+  }
+
+  private[skew] def resultType = LongType
+}

@@ -1,0 +1,689 @@
+package hivejoinopts.skew
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.analysis.DeduplicateRelations
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeMap, AttributeReference, Coalesce, EqualTo, Explode, Expression, If, IsNotNull, IsNull, Literal, Murmur3Hash, NamedExpression, Or, Pmod}
+import org.apache.spark.sql.catalyst.optimizer.JoinSelectionHelper
+import org.apache.spark.sql.catalyst.plans._
+import org.apache.spark.sql.catalyst.plans.logical._
+import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
+import org.apache.spark.sql.catalyst.trees.TreePattern.JOIN
+import org.apache.spark.sql.catalyst.util.ArrayData
+import org.apache.spark.sql.hivejoinopts.Flag
+import org.apache.spark.sql.types.{ArrayType, IntegerType}
+
+import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.HiveJoinOptsConf._
+import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule, JoinKeys, KeyPair}
+
+/**
+ * Splits a join whose keys are skewed: the heavy-hitter keys are joined map-side (the other
+ * side's few rows for them are broadcast) and all other keys go through the usual shuffle join,
+ * so that no task carries a heavy key. Skewed keys come, in this order, from a SKEW hint
+ * ([[ResolveSkewHint]]), table metadata ([[SkewMetadata]]) or a bounded sample
+ * ([[SkewDetection]]).
+ *
+ * The union form, for a join of a big side B skewed on keys K with another side O:
+ * {{{
+ *   Join type, (B.k = O.k)              Union
+ *   :- B                        =>      :- Join type, (B.k = O.k)                 shuffle join
+ *   +- O                                :  :- Filter NOT coalesce(B.k IN K, false)
+ *                                       :  :  +- B
+ *                                       :  +- Filter NOT coalesce(O.k IN K, false)
+ *                                       :     +- O
+ *                                       +- Join type, (B'.k = O'.k), broadcast(O') map-side join
+ *                                          :- Filter B'.k IN K
+ *                                          :  +- B'                                (a fresh copy)
+ *                                          +- Filter O'.k IN K
+ *                                             +- O'
+ * }}}
+ * Every row of either side lands in exactly one branch and keys only match within a branch, so
+ * the union is exact for inner, outer, semi and anti joins; NULL keys stay in the shuffle branch.
+ * When the join type forbids broadcasting O (O is the preserved side of an outer join, or the
+ * left side of a semi/anti join with B on the right), the map-side branch becomes an inner join
+ * plus an anti join of O against B's distinct skewed keys, both broadcasting the small side.
+ *
+ * The salted form reads each input once: B's rows with skewed keys get a salt in
+ * [0, buckets), its other rows 0; O's rows with skewed keys are replicated once per salt; the
+ * join adds `B.salt = O.salt`, so each skewed key is spread over `buckets` shuffle partitions.
+ * Replicating O is only exact when O is not a preserved side, so the salted form is used for
+ * inner joins, outer joins preserving B, and semi/anti joins with B on the left. `auto` picks
+ * the union form when the skewed keys hold a large share of B (shuffling them costs more than
+ * reading the inputs again), else the salted form.
+ *
+ * NULL keys on a preserved side (outer or anti join) cannot match: when they are skewed, they
+ * bypass the shuffle in a branch of their own, padded with NULLs.
+ *
+ * A join on the same key over an already split join is split along the same keys, so a chain
+ * of joins on one key keeps the heavy keys map-side all the way.
+ *
+ * The rule must not fire, and says why in the decision log, when: the join has no equi-join
+ * keys, is not inner/outer/semi/anti, or has a non-deterministic condition; Spark broadcasts a
+ * side whole anyway; no skewed key is found; sizes are unknown and there is no hint; the other
+ * side's rows for the skewed keys are estimated above `skewJoin.maxBroadcastBytes` (keys
+ * skewed on both sides); or no form is exact for the join type and inputs.
+ */
+case class SkewJoinSplit(session: SparkSession)
+  extends HiveJoinOptsLogicalRule with JoinSelectionHelper {
+
+  import SkewJoinSplit._
+
+  override def family: Family = HiveJoinOptsConf.SkewJoin
+  override def flag: Flag[Boolean] = HiveJoinOptsConf.SKEW_JOIN_SPLIT_ENABLED
+
+  override protected def rewrite(plan: LogicalPlan): LogicalPlan =
+    plan.transformUpWithPruning(_.containsPattern(JOIN)) {
+      case j: Join if j.getTagValue(Done).isEmpty => split(j).getOrElse(j)
+    }
+
+  private def split(j: Join): Option[LogicalPlan] = {
+    val candidate = Candidates.join(j)
+    j match {
+      case _ if !Supported.contains(j.joinType) =>
+        skipped(candidate, s"${j.joinType.sql} joins are not rewritten")
+        None
+      case _ if !j.condition.forall(_.deterministic) =>
+        skipped(candidate, "the join condition is not deterministic")
+        None
+      case JoinKeys(pairs, others) =>
+        distribute(j, pairs, candidate).orElse(splitByKeys(j, pairs, others, candidate))
+      case _ =>
+        skipped(candidate, "no equi-join keys")
+        None
+    }
+  }
+
+  // ---- where the skewed keys come from ----
+
+  /** What one side of the join looks like to the rule. */
+  private case class Input(side: Side, plan: LogicalPlan, keys: Seq[Expression]) {
+    lazy val bytes: BigInt = plan.stats.sizeInBytes
+    def sizeKnown: Boolean = bytes < conf.defaultSizeInBytes
+  }
+
+  /** The skewed keys of one input, with the sample that found them (if one ran). */
+  private case class Found(keys: Option[SkewedKeys], sample: Option[KeySample], notes: Seq[String])
+
+  private def find(input: Input): Found = {
+    val fromHint = hinted(input)
+    fromHint match {
+      case Some((indexes, Some(values))) =>
+        Found(Some(SkewedKeys(indexes, values, "hint", None, Nil)), None, Nil)
+      case Some((indexes, None)) => detect(input, indexes, forced = true, "hint")
+      case None =>
+        metadata(input) match {
+          case Right(Some(keys)) => Found(Some(keys), None, Nil)
+          case Right(None) => detect(input, input.keys.indices, forced = false, "detection")
+          case Left(problem) =>
+            logWarning(s"skewed keys in table metadata are unusable: $problem")
+            val detected = detect(input, input.keys.indices, forced = false, "detection")
+            detected.copy(notes = s"metadata unusable: $problem" +: detected.notes)
+        }
+    }
+  }
+
+  /** Key indexes and values (None: detect them) from a SKEW hint on the input's key columns. */
+  private def hinted(input: Input): Option[(Seq[Int], Option[Seq[Seq[Any]]])] = {
+    val columnOfKey = input.keys.map(k => k.references.toSeq match {
+      case Seq(a) => Some(a)
+      case _ => None
+    })
+    val hints = columnOfKey.flatten.flatMap(a => SkewHints.lookup(a.exprId)).distinct
+    hints.headOption.flatMap { h =>
+      h.columns match {
+        case Some(columns) =>
+          val indexes = columns.map(c => columnOfKey.indexWhere(_.exists(_.exprId == c.exprId)))
+          if (indexes.contains(-1)) None
+          else Some(indexes -> h.values.map(_.map(tuple => indexes.zip(tuple).map {
+            case (i, v) => SkewValues.throughKey(input.keys(i), columnOfKey(i).get, v).orNull
+          }).filterNot(_.contains(null))))
+        case None =>
+          val ids = h.relationOutput.map(_.exprId).toSet
+          val indexes = columnOfKey.indices.filter(i => columnOfKey(i).exists(a => ids(a.exprId)))
+          if (indexes.isEmpty) None else Some(indexes -> None)
+      }
+    }
+  }
+
+  private def metadata(input: Input): Either[String, Option[SkewedKeys]] = {
+    if (!SKEW_JOIN_METADATA_ENABLED(conf) || !input.sizeKnown) return Right(None)
+    val relation = JoinKeys.relationOf(input.plan).filter(_ => JoinKeys.isScanPipeline(input.plan))
+    relation.flatMap(r => SkewMetadata.of(session, r)) match {
+      case None => Right(None)
+      case Some(Left(problem)) => Left(problem)
+      case Some(Right((columns, values, where))) =>
+        val traced = input.keys.map(k => traceToRelation(input.plan, k))
+        val indexes = columns.map(c => traced.indexWhere(_.references.toSeq.map(_.exprId) ==
+          Seq(c.exprId)))
+        if (indexes.contains(-1)) Right(None)
+        else {
+          val mapped = values.map(tuple => indexes.zip(tuple).map { case (i, v) =>
+            SkewValues.throughKey(traced(i), columns(indexes.indexOf(i)), v).orNull
+          }).filterNot(_.contains(null))
+          Right(Some(SkewedKeys(indexes, mapped, "metadata", None, Seq("declaredBy" -> where))))
+        }
+    }
+  }
+
+  /** A key of a scan pipeline rewritten in terms of the relation's own columns. */
+  private def traceToRelation(plan: LogicalPlan, key: Expression): Expression = plan match {
+    case Project(list, child) =>
+      val aliases = AttributeMap(list.collect { case a: Alias => a.toAttribute -> a.child })
+      traceToRelation(child, key.transform { case a: Attribute if aliases.contains(a) =>
+        aliases(a) })
+    case Filter(_, child) => traceToRelation(child, key)
+    case _ => key
+  }
+
+  private def detect(input: Input, indexes: Seq[Int], forced: Boolean, source: String): Found = {
+    val minBytes = SKEW_JOIN_DETECTION_MIN_INPUT_BYTES(conf)
+    if (!SKEW_JOIN_DETECTION_ENABLED(conf)) {
+      Found(None, None, Seq(s"${input.side}: detection is off"))
+    } else if (!forced && !input.sizeKnown) {
+      Found(None, None, Seq(s"${input.side}: size unknown, not sampled"))
+    } else if (!forced && input.bytes < minBytes) {
+      Found(None, None, Seq(s"${input.side}: ${input.bytes} bytes, under the $minBytes bytes " +
+        "worth sampling"))
+    } else {
+      val maxKeys = SKEW_JOIN_MAX_KEYS(conf)
+      SkewDetection.sample(session, input.plan, indexes.map(input.keys), maxKeys + 1) match {
+        case Left(reason) => Found(None, None, Seq(s"${input.side}: $reason"))
+        case Right(sample) =>
+          val minFraction = SKEW_JOIN_MIN_KEY_FRACTION(conf)
+          val minRows = SKEW_JOIN_MIN_KEY_ROWS(conf)
+          val heavy = sample.top.filter { case (_, c) =>
+            sample.share(c) >= minFraction && sample.rowsOf(c) >= minRows
+          }.take(maxKeys)
+          val keys = if (heavy.isEmpty) None else Some(SkewedKeys(indexes, heavy.map(_._1),
+            source, Some(heavy.map(h => sample.share(h._2)).sum), sample.numbers))
+          val note = if (heavy.nonEmpty) Nil else Seq(s"${input.side}: heaviest key holds " +
+            f"${sample.top.headOption.map(t => sample.share(t._2)).getOrElse(0.0) * 100}%.2f%% " +
+            f"of ${sample.sampledRows} sampled rows (skewed from ${minFraction * 100}%.2f%%)")
+          Found(keys, Some(sample), note)
+      }
+    }
+  }
+
+  // ---- deciding ----
+
+  private def splitByKeys(
+      j: Join,
+      pairs: Seq[KeyPair],
+      others: Seq[Expression],
+      candidate: String): Option[LogicalPlan] = {
+    val left = Input(LeftSide, j.left, pairs.map(_.left))
+    val right = Input(RightSide, j.right, pairs.map(_.right))
+    broadcastWhole(j, left, right).foreach { reason =>
+      skipped(candidate, reason, "leftBytes" -> left.bytes, "rightBytes" -> right.bytes)
+      return None
+    }
+    val found: Map[Side, Found] = Map(LeftSide -> find(left), RightSide -> find(right))
+    val bypass = nullBypassSides(j, pairs, found)
+    val big = chooseBigSide(found)
+    val numbers: Seq[(String, Any)] = Seq("leftBytes" -> left.bytes, "rightBytes" -> right.bytes)
+    val notes = found.values.flatMap(_.notes).toSeq
+    (big, bypass) match {
+      case (None, Seq()) =>
+        skipped(candidate, ("no skewed keys" +: notes).mkString("; "),
+          numbers ++ found.values.flatMap(_.sample.map(_.numbers)).flatten: _*)
+        None
+      case (None, sides) =>
+        fired(candidate, s"NULL keys of the ${sides.mkString(" and ")} side bypass the shuffle",
+          numbers ++ sides.map(s => s"${s}NullShare" -> share(found(s))): _*)
+        Some(union(j, Seq(rest(j, pairs, None, sides)) ++ sides.map(nullBranch(j, pairs, _)),
+          None))
+      case (Some(side), sides) =>
+        val (b, o) = if (side == LeftSide) (left, right) else (right, left)
+        splitOn(j, pairs, others, b, o, found(side), sides, candidate, numbers)
+    }
+  }
+
+  /** Why Spark needs no help: it broadcasts a whole side (by hint or by size). */
+  private def broadcastWhole(j: Join, left: Input, right: Input): Option[String] = {
+    val hintedSide = getBroadcastBuildSide(j, hintOnly = true, conf)
+    val bySize = getBroadcastBuildSide(j, hintOnly = false, conf)
+    hintedSide.orElse(bySize).map { side =>
+      val which = if (side == org.apache.spark.sql.catalyst.optimizer.BuildLeft) left else right
+      s"Spark broadcasts the ${which.side} side whole (${which.bytes} bytes): no shuffle to skew"
+    }
+  }
+
+  private def share(f: Found): String =
+    f.sample.map(s => f"${s.nullShare * 100}%.1f%%").getOrElse("?")
+
+  /** Preserved sides whose NULL keys are skewed and cannot match. */
+  private def nullBypassSides(j: Join, pairs: Seq[KeyPair], found: Map[Side, Found]): Seq[Side] = {
+    if (!SKEW_JOIN_NULL_KEYS_ENABLED(conf) || pairs.exists(_.nullSafe)) return Nil
+    val minFraction = SKEW_JOIN_MIN_KEY_FRACTION(conf)
+    val minRows = SKEW_JOIN_MIN_KEY_ROWS(conf)
+    preservedSides(j.joinType).filter { side =>
+      found(side).sample.exists(s => s.nullShare >= minFraction && s.rowsOf(s.nullRows) >= minRows)
+    }
+  }
+
+  /** The side to split on: a hint first, then metadata, then the heavier detected skew. */
+  private def chooseBigSide(found: Map[Side, Found]): Option[Side] = {
+    val withKeys = found.toSeq.collect { case (side, Found(Some(k), _, _)) if !k.isEmpty => side -> k }
+    def rank(k: SkewedKeys) = (k.source match {
+      case "hint" => 0
+      case "metadata" => 1
+      case _ => 2
+    }, -k.rowShare.getOrElse(0.0))
+    withKeys.sortBy { case (_, k) => rank(k) }.headOption.map(_._1)
+  }
+
+  private def splitOn(
+      j: Join,
+      pairs: Seq[KeyPair],
+      others: Seq[Expression],
+      b: Input,
+      o: Input,
+      found: Found,
+      bypass: Seq[Side],
+      candidate: String,
+      sizes: Seq[(String, Any)]): Option[LogicalPlan] = {
+    val keys = found.keys.get
+    val hint = keys.source == "hint"
+    if (!hint && !(b.sizeKnown && o.sizeKnown)) {
+      skipped(candidate, "sizes unknown: without a SKEW hint the join keeps its plan", sizes: _*)
+      return None
+    }
+    val idx = keys.keyIndexes
+    val types = idx.map(b.keys(_).dataType)
+    val (kept, otherBytes, dropped) = fitBroadcast(o, idx, keys, hint)
+    if (kept.isEmpty) {
+      skipped(candidate, s"the ${o.side} side's rows for the skewed keys " +
+        s"(${keys.describe(types)}) are above skewJoin.maxBroadcastBytes (keys skewed on both " +
+        "sides stay in the shuffle join)", sizes ++ Seq("otherSideSkewBytes" -> otherBytes): _*)
+      return None
+    }
+    val skew = keys.copy(values = kept)
+    val form = chooseForm(j, b, o, skew) match {
+      case Right(f) => f
+      case Left(reason) =>
+        skipped(candidate, reason, sizes: _*)
+        return None
+    }
+    if (form == "union" && !otherSideCanBeCopied(j.joinType, b.side) && others.nonEmpty) {
+      skipped(candidate, s"the map-side branch of a ${j.joinType.sql} join with the skew on the " +
+        s"${b.side} side matches against the distinct skewed keys, which cannot evaluate the " +
+        "non-equi part of the condition", sizes: _*)
+      return None
+    }
+    val buckets = saltBuckets(skew)
+    val numbers = sizes ++ Seq(
+      "source" -> skew.source, "bigSide" -> b.side, "skewedKeys" -> kept.size,
+      "keys" -> skew.describe(types),
+      "keyShare" -> skew.rowShare.map(s => f"${s * 100}%.1f%%").getOrElse("?"),
+      "otherSideSkewBytes" -> otherBytes, "form" -> form) ++
+      (if (form == "salted") Seq("saltBuckets" -> buckets) else Nil) ++
+      (if (dropped > 0) Seq("keysLeftToShuffle" -> dropped) else Nil) ++
+      (if (bypass.nonEmpty) Seq("nullBypass" -> bypass.mkString(",")) else Nil) ++
+      (skew.numbers ++ found.sample.map(_.numbers).getOrElse(Nil)).distinct
+    fired(candidate, s"${kept.size} skewed key(s) of the ${b.side} side from ${skew.source} " +
+      s"joined map-side ($form form)", numbers: _*)
+    Some(form match {
+      case "salted" => salted(j, pairs, b.side, skew, buckets, saltNulls = bypass.contains(b.side))
+      case _ => union(j, Seq(rest(j, pairs, Some(skew), bypass), mapSide(j, pairs, others,
+        b.side, skew)) ++ bypass.map(nullBranch(j, pairs, _)), Some(b.side -> skew))
+    })
+  }
+
+  /**
+   * The skewed keys whose rows on the other side fit the broadcast bound, the estimated bytes
+   * of those rows, and how many keys were left to the shuffle join.
+   */
+  private def fitBroadcast(
+      o: Input,
+      idx: Seq[Int],
+      keys: SkewedKeys,
+      hint: Boolean): (Seq[Seq[Any]], String, Int) = {
+    val max = SKEW_JOIN_MAX_BROADCAST_BYTES(conf)
+    if (o.sizeKnown && o.bytes <= max) return (keys.values, o.bytes.toString, 0)
+    val rowBytes = EstimationUtils.getSizePerRow(o.plan.output).toDouble
+    SkewDetection.sample(session, o.plan, idx.map(o.keys), keys.values.size, Some(keys.values)) match {
+      case Right(sample) =>
+        val perKey = sample.top.map { case (t, c) => t -> sample.rowsOf(c) * rowBytes }.toMap
+        var total = 0.0
+        val kept = keys.values.sortBy(t => perKey.getOrElse(t, 0.0)).takeWhile { t =>
+          total += perKey.getOrElse(t, 0.0)
+          total <= max
+        }
+        val keptSet = kept.toSet
+        (keys.values.filter(keptSet), f"${perKey.filter(kv => keptSet(kv._1)).values.sum}%.0f",
+          keys.values.size - kept.size)
+      case Left(_) if hint => (keys.values, "unknown", 0)
+      case Left(_) => (Nil, "unknown", keys.values.size)
+    }
+  }
+
+  private def chooseForm(j: Join, b: Input, o: Input, skew: SkewedKeys): Either[String, String] = {
+    val saltedExact = otherSideCanBeCopied(j.joinType, b.side)
+    val plain = JoinKeys.isScanPipeline(j.left) && JoinKeys.isScanPipeline(j.right)
+    // The union form reads each input twice: a non-deterministic input could move rows.
+    val deterministic = j.left.deterministic && j.right.deterministic
+    SKEW_JOIN_FORM(conf) match {
+      case _ if !deterministic && saltedExact => Right("salted")
+      case _ if !deterministic => Left("an input is not deterministic, so the union form " +
+        s"cannot read it twice, and the salted form is not exact for a ${j.joinType.sql} join " +
+        s"with the skew on the ${b.side} side")
+      case "union" => Right("union")
+      case "salted" if saltedExact => Right("salted")
+      case "salted" => Right("union") // the salted form would replicate a preserved row
+      case _ if plain && saltedExact =>
+        // Shuffling the skewed rows (salted) against reading both inputs again (union).
+        val shuffleSkew = ShuffleCostPerByte * skew.rowShare.getOrElse(1.0) * b.bytes.toDouble
+        Right(if (shuffleSkew >= (b.bytes + o.bytes).toDouble) "union" else "salted")
+      case _ if plain => Right("union")
+      case _ if saltedExact => Right("salted")
+      case _ => Left(s"no exact form: the union form would compute an input that is not a " +
+        s"plain scan twice, and the salted form would replicate a preserved row of a " +
+        s"${j.joinType.sql} join")
+    }
+  }
+
+  private def saltBuckets(skew: SkewedKeys): Int = {
+    val partitions = conf.numShufflePartitions
+    SKEW_JOIN_SALT_BUCKETS(conf) match {
+      case 0 =>
+        val share = skew.rowShare.map(_ / math.max(skew.values.size, 1)).getOrElse(1.0)
+        math.max(2, math.min(partitions, math.ceil(share * partitions).toInt))
+      case n => n
+    }
+  }
+
+  // ---- building the rewritten plan ----
+
+  private def keysOf(pairs: Seq[KeyPair], side: Side, idx: Seq[Int]): Seq[Expression] =
+    idx.map(i => if (side == LeftSide) pairs(i).left else pairs(i).right)
+
+  private def done(j: Join): Join = {
+    j.setTagValue(Done, ())
+    j
+  }
+
+  /** The shuffle branch: every key but the skewed ones, NULL keys of bypassed sides removed. */
+  private def rest(j: Join, pairs: Seq[KeyPair], skew: Option[SkewedKeys], bypass: Seq[Side]): Join = {
+    def filtered(side: Side, plan: LogicalPlan): LogicalPlan = {
+      val notSkewed = skew.map(k => SkewValues.notInKeys(keysOf(pairs, side, k.keyIndexes), k.values))
+      val notNull = if (bypass.contains(side)) {
+        Some(keysOf(pairs, side, pairs.indices).map(IsNotNull(_): Expression).reduce(And))
+      } else None
+      (notSkewed ++ notNull).reduceOption(And).map(Filter(_, plan)).getOrElse(plan)
+    }
+    done(j.copy(left = filtered(LeftSide, j.left), right = filtered(RightSide, j.right)))
+  }
+
+  /** The map-side branch over fresh copies of both inputs, restricted to the skewed keys. */
+  private def mapSide(
+      j: Join,
+      pairs: Seq[KeyPair],
+      others: Seq[Expression],
+      bSide: Side,
+      skew: SkewedKeys): LogicalPlan = {
+    val (l, lMap) = fresh(j.left)
+    val (r, rMap) = fresh(j.right)
+    val map = lMap ++ rMap
+    val fPairs = pairs.map(p => p.copy(left = remap(p.left, map), right = remap(p.right, map)))
+    val cond = j.condition.map(remap(_, map))
+    def onSkewed(side: Side, plan: LogicalPlan) =
+      Filter(SkewValues.inKeys(keysOf(fPairs, side, skew.keyIndexes), skew.values), plan)
+    val fl = onSkewed(LeftSide, l)
+    val fr = onSkewed(RightSide, r)
+    def broadcastJoin(left: LogicalPlan, right: LogicalPlan, t: JoinType, build: Side,
+        condition: Option[Expression]) =
+      done(Join(left, right, t, condition, broadcastHint(build)))
+    val oSide = bSide.other
+    (j.joinType, bSide) match {
+      case (t, _) if otherSideCanBeCopied(t, bSide) =>
+        broadcastJoin(fl, fr, j.joinType, oSide, cond)
+      case (LeftOuter, RightSide) =>
+        Union(broadcastJoin(fl, fr, Inner, LeftSide, cond),
+          unmatched(j, pairs, skew, oSide, padOther = true))
+      case (RightOuter, LeftSide) =>
+        Union(broadcastJoin(fl, fr, Inner, RightSide, cond),
+          unmatched(j, pairs, skew, oSide, padOther = true))
+      case (FullOuter, LeftSide) =>
+        Union(broadcastJoin(fl, fr, LeftOuter, RightSide, cond),
+          unmatched(j, pairs, skew, oSide, padOther = true))
+      case (FullOuter, RightSide) =>
+        Union(broadcastJoin(fl, fr, RightOuter, LeftSide, cond),
+          unmatched(j, pairs, skew, oSide, padOther = true))
+      case (LeftSemi | LeftAnti, RightSide) =>
+        unmatched(j, pairs, skew, LeftSide, padOther = false, keepType = Some(j.joinType))
+      case (t, _) => throw new IllegalStateException(s"unexpected join type $t")
+    }
+  }
+
+  /**
+   * The small side `oSide`'s skewed rows that have no match on the big side, found against the
+   * big side's distinct skewed keys (both broadcastable), padded with NULLs for the big side's
+   * columns when `padOther`. With `keepType` (semi/anti joins) the same shape answers the join.
+   */
+  private def unmatched(
+      j: Join,
+      pairs: Seq[KeyPair],
+      skew: SkewedKeys,
+      oSide: Side,
+      padOther: Boolean,
+      keepType: Option[JoinType] = None): LogicalPlan = {
+    val bSide = oSide.other
+    val (o, oMap) = fresh(if (oSide == LeftSide) j.left else j.right)
+    val (b, bMap) = fresh(if (bSide == LeftSide) j.left else j.right)
+    val oKeys = keysOf(pairs, oSide, pairs.indices).map(remap(_, oMap))
+    val bKeys = keysOf(pairs, bSide, pairs.indices).map(remap(_, bMap))
+    val idx = skew.keyIndexes
+    val oSkewed = Filter(SkewValues.inKeys(idx.map(oKeys), skew.values), o)
+    val bSkewed = Filter(SkewValues.inKeys(idx.map(bKeys), skew.values), b)
+    val distinctKeys = {
+      val keys = Project(bKeys.zipWithIndex.map { case (k, i) => Alias(k, s"skew_key_$i")() },
+        bSkewed)
+      Aggregate(keys.output, keys.output, keys)
+    }
+    val keyCond = pairs.indices.map(i =>
+      pairs(i).toCondition(oKeys(i), distinctKeys.output(i))).reduce(And)
+    val anti = done(Join(oSkewed, distinctKeys, keepType.getOrElse(LeftAnti), Some(keyCond),
+      broadcastHint(RightSide)))
+    if (!padOther) return anti
+    val nulls = (if (bSide == LeftSide) j.left.output else j.right.output)
+      .map(a => Alias(Literal(null, a.dataType), a.name)())
+    val padded: Seq[NamedExpression] =
+      if (oSide == LeftSide) o.output ++ nulls else nulls ++ o.output
+    Project(padded, anti)
+  }
+
+  /** A preserved side's rows with a NULL key, which match nothing: no shuffle, NULL-padded. */
+  private def nullBranch(j: Join, pairs: Seq[KeyPair], side: Side): LogicalPlan = {
+    val (p, map) = fresh(if (side == LeftSide) j.left else j.right)
+    val anyNull = keysOf(pairs, side, pairs.indices).map(k => IsNull(remap(k, map)): Expression)
+      .reduce(Or)
+    val rows = Filter(anyNull, p)
+    j.joinType match {
+      case LeftAnti => rows
+      case _ =>
+        val other = if (side == LeftSide) j.right.output else j.left.output
+        val nulls = other.map(a => Alias(Literal(null, a.dataType), a.name)())
+        Project(if (side == LeftSide) p.output ++ nulls else nulls ++ p.output, rows)
+    }
+  }
+
+  /** The salted form: one shuffle join on (key, salt), the skewed keys spread over buckets. */
+  private def salted(
+      j: Join,
+      pairs: Seq[KeyPair],
+      bSide: Side,
+      skew: SkewedKeys,
+      buckets: Int,
+      saltNulls: Boolean): LogicalPlan = {
+    val (bPlan, oPlan) = if (bSide == LeftSide) (j.left, j.right) else (j.right, j.left)
+    val bKeys = keysOf(pairs, bSide, skew.keyIndexes)
+    val oKeys = keysOf(pairs, bSide.other, skew.keyIndexes)
+    val isSkewed = (keys: Seq[Expression]) =>
+      Coalesce(Seq(SkewValues.inKeys(keys, skew.values), Literal(false)))
+    // NULL keys of a preserved big side match nothing, so they may go to any bucket too.
+    val spread = if (saltNulls) {
+      Or(isSkewed(bKeys), keysOf(pairs, bSide, pairs.indices).map(IsNull(_): Expression).reduce(Or))
+    } else isSkewed(bKeys)
+    val bSalt = Alias(If(spread,
+      Pmod(new Murmur3Hash(bPlan.output), Literal(buckets)), Literal(0)), SaltName)()
+    val bSalted = Project(bPlan.output :+ bSalt, bPlan)
+    val oSalt = AttributeReference(SaltName, IntegerType, nullable = false)()
+    val all = Literal.create(ArrayData.toArrayData((0 until buckets).toArray),
+      ArrayType(IntegerType, containsNull = false))
+    val zero = Literal.create(ArrayData.toArrayData(Array(0)), ArrayType(IntegerType, false))
+    val oSalted = Generate(Explode(If(isSkewed(oKeys), all, zero)), Nil, outer = false,
+      None, Seq(oSalt), oPlan)
+    val cond = And(j.condition.get, EqualTo(bSalt.toAttribute, oSalt))
+    val joined = if (bSide == LeftSide) done(j.copy(left = bSalted, right = oSalted, condition =
+      Some(cond))) else done(j.copy(left = oSalted, right = bSalted, condition = Some(cond)))
+    Project(j.output, joined)
+  }
+
+  /** The union of the branches, remembered so that a join above on the same key can follow. */
+  private def union(j: Join, branches: Seq[LogicalPlan], split: Option[(Side, SkewedKeys)]): Union = {
+    val u = Union(branches, byName = false, allowMissingCol = false)
+    for {
+      (side, skew) <- split if branches.size == 2
+      JoinKeys(pairs, _) <- Some(j)
+      keys = keysOf(pairs, side, skew.keyIndexes)
+    } tagSplit(u, keys, skew)
+    u
+  }
+
+  /** Remembers the split when the union's output still carries the split keys. */
+  private def tagSplit(u: Union, keys: Seq[Expression], skew: SkewedKeys): Unit = keys match {
+    case attrs if attrs.forall(a => a.isInstanceOf[Attribute] && u.outputSet.contains(
+        a.asInstanceOf[Attribute])) =>
+      u.setTagValue(Split, SplitInfo(attrs.map(_.asInstanceOf[Attribute]), skew))
+    case _ =>
+  }
+
+  /**
+   * A join on the split keys over a split join: the shuffle branch joins the other input's
+   * non-skewed rows, the map-side branch broadcasts its rows for the skewed keys.
+   */
+  private def distribute(j: Join, pairs: Seq[KeyPair], candidate: String): Option[LogicalPlan] = {
+    def over(side: Side): Option[LogicalPlan] = {
+      val child = if (side == LeftSide) j.left else j.right
+      branchesOf(child) match {
+        case Some(u) if canBuildBroadcast(side.other, j.joinType) =>
+          val info = u.info
+          val ids = keysOf(pairs, side, pairs.indices)
+          val idx = info.keys.map(k => ids.indexWhere(_.semanticEquals(k)))
+          // NULL keys of a split outer join may sit in the map-side branch: only `=` is exact.
+          if (idx.contains(-1) || idx.exists(pairs(_).nullSafe)) return None
+          val skew = info.skew.copy(keyIndexes = idx)
+          val other = Input(side.other, if (side == LeftSide) j.right else j.left,
+            keysOf(pairs, side.other, pairs.indices))
+          val (kept, otherBytes, _) = fitBroadcast(other, idx, skew, skew.source == "hint")
+          if (kept.size != skew.values.size) return None
+          val restBranch = u.rest
+          val skewBranch = u.skewed
+          val oKeys = keysOf(pairs, side.other, idx)
+          val oRest = Filter(SkewValues.notInKeys(oKeys, skew.values), other.plan)
+          val rest = if (side == LeftSide) done(j.copy(left = restBranch, right = oRest))
+            else done(j.copy(left = oRest, right = restBranch))
+          val (o, oMap) = fresh(other.plan)
+          val toSkew = AttributeMap(child.output.zip(skewBranch.output)) ++ oMap
+          val oSkew = Filter(SkewValues.inKeys(oKeys.map(remap(_, oMap)), skew.values), o)
+          val cond = j.condition.map(remap(_, toSkew))
+          val mapSideJoin = if (side == LeftSide) {
+            done(Join(skewBranch, oSkew, j.joinType, cond, broadcastHint(RightSide)))
+          } else done(Join(oSkew, skewBranch, j.joinType, cond, broadcastHint(LeftSide)))
+          fired(candidate, s"follows the split of the join below on the same key: " +
+            s"${skew.values.size} skewed key(s) stay map-side", "source" -> skew.source,
+            "form" -> "union", "otherSideSkewBytes" -> otherBytes)
+          val result = Union(Seq(rest, mapSideJoin), byName = false, allowMissingCol = false)
+          tagSplit(result, info.keys, info.skew)
+          Some(result)
+        case _ => None
+      }
+    }
+    over(LeftSide).orElse(over(RightSide))
+  }
+
+  /** A split union's two branches, as seen through the projections and filters above it. */
+  private case class Branches(rest: LogicalPlan, skewed: LogicalPlan, info: SplitInfo)
+
+  private def branchesOf(plan: LogicalPlan): Option[Branches] = plan match {
+    case u: Union => u.getTagValue(Split).map(Branches(u.children.head, u.children(1), _))
+    case p @ Project(list, child) if list.forall(_.deterministic) =>
+      branchesOf(child).filter(b => b.info.keys.forall(p.outputSet.contains)).map { b =>
+        val toSkew = AttributeMap(child.output.zip(b.skewed.output))
+        val skewList = list.map {
+          case a: Alias => Alias(remap(a.child, toSkew), a.name)()
+          case e => remap(e, toSkew).asInstanceOf[NamedExpression]
+        }
+        b.copy(rest = Project(list, b.rest), skewed = Project(skewList, b.skewed))
+      }
+    case Filter(cond, child) if cond.deterministic =>
+      branchesOf(child).map { b =>
+        val toSkew = AttributeMap(child.output.zip(b.skewed.output))
+        b.copy(rest = Filter(cond, b.rest), skewed = Filter(remap(cond, toSkew), b.skewed))
+      }
+    case _ => None
+  }
+
+  private def canBuildBroadcast(build: Side, t: JoinType): Boolean =
+    if (build == LeftSide) canBuildBroadcastLeft(t) else canBuildBroadcastRight(t)
+
+  private def broadcastHint(build: Side): JoinHint = {
+    val broadcast = Some(HintInfo(strategy = Some(BROADCAST)))
+    if (build == LeftSide) JoinHint(broadcast, None) else JoinHint(None, broadcast)
+  }
+
+  /** A copy of `plan` with new expression ids, and the map from old to new attributes. */
+  private def fresh(plan: LogicalPlan): (LogicalPlan, AttributeMap[Attribute]) = {
+    val copy = DeduplicateRelations(Join(plan, plan, Inner, None, JoinHint.NONE)).children(1)
+    (copy, AttributeMap(plan.output.zip(copy.output)))
+  }
+
+  private def remap(e: Expression, map: AttributeMap[Attribute]): Expression = e.transform {
+    case a: Attribute if map.contains(a) => map(a)
+  }
+}
+
+object SkewJoinSplit {
+
+  /** A side of a join. */
+  sealed abstract class Side(val name: String) {
+    def other: Side
+    override def toString: String = name
+  }
+  case object LeftSide extends Side("left") { def other: Side = RightSide }
+  case object RightSide extends Side("right") { def other: Side = LeftSide }
+
+  /** Joins the rule built; never rewritten again. */
+  val Done: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.skewJoinSplit.done")
+
+  /** What a split union holds: its output's key attributes and the skewed keys. */
+  final case class SplitInfo(keys: Seq[Attribute], skew: SkewedKeys)
+  val Split: TreeNodeTag[SplitInfo] = TreeNodeTag[SplitInfo]("hiveJoinOpts.skewJoinSplit.split")
+
+  val SaltName = "skew_salt"
+
+  /** Shuffling a byte (write, fetch, read) against scanning it from columnar files. */
+  val ShuffleCostPerByte = 3.0
+
+  val Supported: Set[JoinType] = Set(Inner, LeftOuter, RightOuter, FullOuter, LeftSemi, LeftAnti)
+
+  def preservedSides(t: JoinType): Seq[Side] = t match {
+    case LeftOuter | LeftAnti => Seq(LeftSide)
+    case RightOuter => Seq(RightSide)
+    case FullOuter => Seq(LeftSide, RightSide)
+    case _ => Nil
+  }
+
+  /** Replicating the other side is exact only when it is not preserved (see the scaladoc). */
+  /**
+   * True when the other side is neither preserved by the join nor the side a semi/anti join
+   * returns: then it can be broadcast to the big side's tasks, and replicated per salt.
+   */
+  def otherSideCanBeCopied(t: JoinType, bSide: Side): Boolean = (t, bSide) match {
+    case (Inner, _) => true
+    case (LeftOuter | LeftSemi | LeftAnti, LeftSide) => true
+    case (RightOuter, RightSide) => true
+    case _ => false
+  }
+}

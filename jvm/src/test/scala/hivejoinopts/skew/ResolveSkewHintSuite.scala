@@ -1,0 +1,137 @@
+package hivejoinopts.skew
+
+import org.apache.spark.sql.AnalysisException
+
+import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf}
+
+class ResolveSkewHintSuite extends SkewJoinTestBase {
+
+  override def beforeAll(): Unit = {
+    super.beforeAll()
+    createSkewedTables()
+  }
+
+  /** Detection off: whatever fires comes from the hint. */
+  private def withHintsOnly[T](f: => T): T =
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key -> "false")(f)
+
+  private def hintedKeys(query: String): Option[(String, String)] =
+    fired(sql(query)).headOption.map(d => d.numbers.toMap.apply("source") -> d.numbers.toMap
+      .apply("keys"))
+
+  test("SKEW('t', 'c', v): the hinted value is joined map-side, without sampling") {
+    withHintsOnly {
+      val query = "SELECT /*+ SKEW('big', 'k', 7) */ * FROM big JOIN small ON big.k = small.k"
+      assert(hintedKeys(query) == Some("hint" -> "7"))
+      checkSameAnswer(sql(query))
+    }
+  }
+
+  test("hint shapes: value lists, aliases, identifiers, several columns") {
+    withHintsOnly {
+      val cases = Seq(
+        "SELECT /*+ SKEW('big', 'k', (7, 9)) */ * FROM big JOIN small ON big.k = small.k" -> "7, 9",
+        "SELECT /*+ SKEW('b', 'k', 7) */ * FROM big b JOIN small s ON b.k = s.k" -> "7",
+        "SELECT /*+ SKEW(b, k, 7) */ * FROM big b JOIN small s ON b.k = s.k" -> "7",
+        "SELECT /*+ SKEW('big', 'k', '7') */ * FROM big JOIN small ON big.k = small.k" -> "7",
+        "SELECT /*+ SKEW('big', ('k', 'k2'), ((7, 'a'), (7, 'b'))) */ * FROM big JOIN small " +
+          "ON big.k = small.k AND big.k2 = small.k2" -> "(7, 'a'), (7, 'b')",
+        "SELECT /*+ SKEW('big', ('k', 'k2'), (7, 'a')) */ * FROM big JOIN small " +
+          "ON big.k = small.k AND big.k2 = small.k2" -> "(7, 'a')")
+      for ((query, keys) <- cases) {
+        assert(hintedKeys(query) == Some("hint" -> keys), query)
+        checkSameAnswer(sql(query))
+      }
+    }
+  }
+
+  test("a hint on one column of a two-column join splits on that column") {
+    withHintsOnly {
+      val query = "SELECT /*+ SKEW('big', 'k', 7) */ * FROM big JOIN small " +
+        "ON big.k = small.k AND big.k2 = small.k2"
+      assert(hintedKeys(query) == Some("hint" -> "7"))
+      checkSameAnswer(sql(query))
+    }
+  }
+
+  test("SKEW('t', 'c') and SKEW('t') without values: the values are detected") {
+    withSkewConf() {
+      for (query <- Seq(
+          "SELECT /*+ SKEW('big', 'k') */ * FROM big JOIN small ON big.k = small.k",
+          "SELECT /*+ SKEW('big') */ * FROM big JOIN small ON big.k = small.k")) {
+        assert(hintedKeys(query) == Some("hint" -> "7"), query)
+      }
+    }
+  }
+
+  test("a hint without values samples even an input under the size threshold") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_INPUT_BYTES.key -> "1t") {
+      val query = "SELECT /*+ SKEW('big', 'k') */ * FROM big JOIN small ON big.k = small.k"
+      assert(hintedKeys(query) == Some("hint" -> "7"))
+    }
+  }
+
+  test("the DataFrame form: df.hint(\"skew\", column, values)") {
+    withHintsOnly {
+      val df = spark.table("big").hint("skew", "k", 7).join(spark.table("small"), "k")
+      assert(fired(df).map(_.numbers.toMap.apply("keys")) == Seq("7"))
+      checkSameAnswer(spark.table("big").hint("skew", "k", 7).join(spark.table("small"), "k"))
+    }
+  }
+
+  test("a hint with values fires even when sizes are unknown") {
+    withHintsOnly {
+      spark.range(0, 2000).selectExpr("CASE WHEN id % 2 = 0 THEN 7 ELSE id END AS k", "id AS v")
+        .createOrReplaceTempView("no_stats")
+      val query = "SELECT /*+ SKEW('t', 'k', 7) */ * FROM " +
+        "(SELECT k, v FROM no_stats GROUP BY k, v) t JOIN small ON t.k = small.k"
+      assert(hintedKeys(query) == Some("hint" -> "7"))
+      checkSameAnswer(sql(query))
+    }
+  }
+
+  private def analysisError(query: String): String =
+    intercept[AnalysisException](sql(query).queryExecution.assertAnalyzed()).getMessage
+
+  test("an unknown table fails at analysis, naming the hint and the tables") {
+    val message = analysisError("SELECT /*+ SKEW('nope', 'k', 7) */ * FROM big JOIN small ON big.k = small.k")
+    assert(message.contains("SKEW hint SKEW('nope', 'k', 7)"), message)
+    assert(message.contains("no table or alias named 'nope'"), message)
+    assert(message.contains("big") && message.contains("small"), message)
+  }
+
+  test("an unknown column fails at analysis, naming the column and the table's columns") {
+    val message = analysisError("SELECT /*+ SKEW('big', 'kk', 7) */ * FROM big JOIN small ON big.k = small.k")
+    assert(message.contains("big has no column 'kk' (columns: k, k2, v)"), message)
+  }
+
+  test("a value that cannot be cast fails at analysis, naming the column and its type") {
+    val message = analysisError("SELECT /*+ SKEW('big', 'k', 'seven') */ * FROM big JOIN small ON big.k = small.k")
+    assert(message.contains("'seven' cannot be cast to BIGINT for column big.k of type BIGINT"), message)
+    val tuple = analysisError("SELECT /*+ SKEW('big', ('k', 'k2'), (7, 'a', 1)) */ * FROM big " +
+      "JOIN small ON big.k = small.k")
+    assert(tuple.contains("has 3 values for 2 columns (k, k2)"), tuple)
+    val nullValue = analysisError("SELECT /*+ SKEW('big', 'k', NULL) */ * FROM big JOIN small ON big.k = small.k")
+    assert(nullValue.contains("NULL is not a skewed value"), nullValue)
+  }
+
+  test("a hint whose first parameter is not a table name fails at analysis") {
+    val message = analysisError("SELECT /*+ SKEW(7) */ * FROM big JOIN small ON big.k = small.k")
+    assert(message.contains("SKEW hint SKEW(7): 7 is not a table name"), message)
+  }
+
+  test("a hint no join uses: a warning and a decision, and the query runs") {
+    val df = sql("SELECT /*+ SKEW('big', 'k', 7) */ * FROM big WHERE v < 5")
+    val decisions = HiveJoinOpts.explain(df).decisions.filter(_.rule == "ResolveSkewHint")
+    assert(decisions.size == 1 && !decisions.head.fired, decisions)
+    assert(decisions.head.reason.contains("no join of the query has big.k as a join key"))
+    assert(df.count() == 5)
+  }
+
+  test("with the hint's flag off, Spark drops the hint as an unknown one") {
+    withSQLConf(HiveJoinOptsConf.SKEW_JOIN_HINT_ENABLED.key -> "false") {
+      val df = sql("SELECT /*+ SKEW('nope') */ * FROM big WHERE v < 5")
+      assert(df.count() == 5)
+    }
+  }
+}

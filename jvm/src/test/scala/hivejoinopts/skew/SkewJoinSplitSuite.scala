@@ -1,0 +1,278 @@
+package hivejoinopts.skew
+
+import org.apache.spark.sql.internal.SQLConf
+
+import hivejoinopts.HiveJoinOptsConf
+
+class SkewJoinSplitSuite extends SkewJoinTestBase {
+
+  override def beforeAll(): Unit = {
+    super.beforeAll()
+    createSkewedTables()
+  }
+
+  private val joinTypes = Seq("INNER", "LEFT OUTER", "RIGHT OUTER", "FULL OUTER")
+
+  private def select(joinType: String, on: String) =
+    s"SELECT big.k, big.v, small.k AS sk, small.w FROM big $joinType JOIN small ON $on"
+
+  for ((form, aqe) <- Seq("union" -> "true", "salted" -> "true", "auto" -> "false");
+       joinType <- joinTypes) {
+    test(s"$joinType join skewed on the big side, $form form, AQE $aqe: same rows") {
+      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> form,
+          SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> aqe) {
+        checkSameAnswer(sql(select(joinType, "big.k = small.k")))
+        val df = sql(select(joinType, "big.k = small.k"))
+        val fired = this.fired(df)
+        assert(fired.size == 1, decisions(df))
+        assert(fired.head.numbers.toMap.apply("bigSide") == "left")
+        assert(fired.head.numbers.toMap.apply("keys") == "7")
+      }
+    }
+  }
+
+  for (joinType <- joinTypes; (from, on) <- Seq(
+      "skew on the right side" -> "small.k = big.k")) {
+    test(s"$joinType join with the tables swapped ($from): same rows") {
+      withSkewConf() {
+        val query = s"SELECT big.k, big.v, small.k AS sk, small.w FROM small $joinType JOIN big ON $on"
+        checkSameAnswer(sql(query))
+        assert(fired(sql(query)).map(_.numbers.toMap.apply("bigSide")) == Seq("right"))
+      }
+    }
+  }
+
+  for (joinType <- Seq("LEFT SEMI", "LEFT ANTI"); (left, right) <- Seq(
+      "big" -> "small", "small" -> "big")) {
+    test(s"$joinType join of $left by $right: same rows") {
+      withSkewConf() {
+        val query = s"SELECT * FROM $left $joinType JOIN $right ON $left.k = $right.k"
+        checkSameAnswer(sql(query))
+        assert(fired(sql(query)).size == 1, decisions(sql(query)))
+      }
+    }
+  }
+
+  test("the union form plans the skewed keys as a broadcast join and the rest as a shuffle join") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
+      val df = sql(select("INNER", "big.k = small.k"))
+      assert(splitUnions(df) == 1)
+      val plan = executedPlan(df)
+      assert(broadcastJoins(plan) == 1, plan)
+      assert(shuffleJoins(plan) == 1, plan)
+    }
+  }
+
+  test("the salted form is one shuffle join on the key and the salt") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "salted",
+        HiveJoinOptsConf.SKEW_JOIN_SALT_BUCKETS.key -> "4") {
+      val df = sql(select("INNER", "big.k = small.k"))
+      assert(splitUnions(df) == 0)
+      val plan = executedPlan(df)
+      assert(broadcastJoins(plan) == 0 && shuffleJoins(plan) == 1, plan)
+      assert(plan.toString.contains(SkewJoinSplit.SaltName))
+      assert(fired(df).head.numbers.toMap.apply("saltBuckets") == "4")
+    }
+  }
+
+  test("the salted form is never used where it would replicate a preserved row") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "salted") {
+      for (query <- Seq(
+          "SELECT * FROM big FULL OUTER JOIN small ON big.k = small.k",
+          "SELECT * FROM small LEFT OUTER JOIN big ON small.k = big.k",
+          "SELECT * FROM small LEFT SEMI JOIN big ON small.k = big.k")) {
+        val form = fired(sql(query)).map(_.numbers.toMap.apply("form"))
+        assert(form == Seq("union"), query)
+        checkSameAnswer(sql(query))
+      }
+    }
+  }
+
+  test("two-column keys, values of the full key tuple") {
+    withSkewConf() {
+      val query = "SELECT * FROM big JOIN small ON big.k = small.k AND big.k2 = small.k2"
+      checkSameAnswer(sql(query))
+      val keys = fired(sql(query)).head.numbers.toMap.apply("keys")
+      assert(keys == "(7, 'a'), (7, 'b')" || keys == "(7, 'b'), (7, 'a')", keys)
+    }
+  }
+
+  test("mixed key types: an int key joined to a bigint key through a cast") {
+    withSkewConf() {
+      spark.table("small").selectExpr("cast(k AS int) AS ik", "w").createOrReplaceTempView("small_int")
+      val query = "SELECT big.v, s.w FROM big JOIN small_int s ON big.k = s.ik"
+      checkSameAnswer(sql(query))
+      assert(fired(sql(query)).size == 1, decisions(sql(query)))
+    }
+  }
+
+  test("a join condition with a non-equi part keeps it in both branches") {
+    withSkewConf() {
+      for (joinType <- Seq("INNER", "LEFT OUTER", "FULL OUTER")) {
+        val query = s"SELECT * FROM big $joinType JOIN small ON big.k = small.k AND big.v > small.w"
+        checkSameAnswer(sql(query))
+      }
+    }
+  }
+
+  test("NULL keys of a preserved side bypass the shuffle, and are never lost") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.05") {
+      spark.range(0, 2000).selectExpr("CASE WHEN id % 3 = 0 THEN id ELSE NULL END AS k", "id AS v")
+        .createOrReplaceTempView("nully_view")
+      val dir = java.nio.file.Files.createTempDirectory("nully").toString + "/t"
+      spark.table("nully_view").write.parquet(dir)
+      spark.read.parquet(dir).createOrReplaceTempView("nully")
+      for (joinType <- Seq("LEFT OUTER", "FULL OUTER", "LEFT ANTI")) {
+        val query = s"SELECT * FROM nully $joinType JOIN small ON nully.k = small.k"
+        checkSameAnswer(sql(query))
+        val fired = this.fired(sql(query))
+        assert(fired.size == 1 && fired.head.reason.contains("NULL keys"), fired)
+      }
+      // Inner and semi joins drop NULL keys anyway: nothing to bypass.
+      val inner = sql("SELECT * FROM nully JOIN small ON nully.k = small.k")
+      assert(fired(inner).isEmpty)
+      checkSameAnswer(inner)
+    }
+  }
+
+  test("NOT IN with NULLs is a null-aware anti join: the rule stays away and the answer holds") {
+    withSkewConf() {
+      val query = "SELECT * FROM big WHERE k NOT IN (SELECT k FROM small WHERE w < 100)"
+      checkSameAnswer(sql(query))
+      assert(fired(sql(query)).isEmpty)
+      val withNull = "SELECT * FROM small WHERE k NOT IN (SELECT k FROM big)"
+      checkSameAnswer(sql(withNull))
+      assert(sql(withNull).count() == 0)
+    }
+  }
+
+  test("null-safe equality: NULL keys match each other in the shuffle branch") {
+    withSkewConf() {
+      val query = "SELECT * FROM big JOIN small ON big.k <=> small.k"
+      checkSameAnswer(sql(query))
+      assert(fired(sql(query)).size == 1)
+    }
+  }
+
+  test("a chain of joins on the same key keeps the skewed keys map-side") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
+      spark.table("small").selectExpr("k", "w + 1 AS x").createOrReplaceTempView("small2")
+      val query = "SELECT big.v, small.w, small2.x FROM big JOIN small ON big.k = small.k " +
+        "JOIN small2 ON big.k = small2.k"
+      checkSameAnswer(sql(query))
+      val reasons = fired(sql(query)).map(_.reason)
+      assert(reasons.exists(_.startsWith("follows the split of the join below")), reasons)
+      val plan = executedPlan(sql(query))
+      assert(broadcastJoins(plan) == 2 && shuffleJoins(plan) == 2, plan)
+    }
+  }
+
+  test("a skewed join followed by GROUP BY the key") {
+    withSkewConf() {
+      val query = "SELECT big.k, count(*), sum(small.w) FROM big JOIN small ON big.k = small.k " +
+        "GROUP BY big.k"
+      checkSameAnswer(sql(query))
+      assert(fired(sql(query)).size == 1)
+    }
+  }
+
+  test("duplicates on both sides are joined as often as without the rule") {
+    withSkewConf() {
+      val query = "SELECT count(*), sum(v), sum(w) FROM big JOIN small ON big.k = small.k"
+      val rows = checkSameAnswer(sql(query))
+      // key 7: 1500 big rows x 2 small rows
+      assert(rows.head.getLong(0) > 1500L * 2)
+    }
+  }
+
+  test("no skew: the rule stays away and says why") {
+    withSkewConf() {
+      val query = "SELECT * FROM small a JOIN small b ON a.w = b.w"
+      val d = decisions(sql(query))
+      assert(d.size == 1 && !d.head.fired && d.head.reason.startsWith("no skewed keys"), d)
+    }
+  }
+
+  test("a side Spark broadcasts whole: no shuffle, nothing to do") {
+    withSkewConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "10485760") {
+      val d = decisions(sql(select("INNER", "big.k = small.k")))
+      assert(d.size == 1 && d.head.reason.contains("broadcasts the"), d)
+    }
+  }
+
+  test("inputs under the sampling threshold are not sampled") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_INPUT_BYTES.key -> "1g") {
+      val d = decisions(sql(select("INNER", "big.k = small.k")))
+      assert(d.size == 1 && !d.head.fired && d.head.reason.contains("worth sampling"), d)
+    }
+  }
+
+  test("unknown sizes: no detection and no rewrite without a hint") {
+    withSkewConf() {
+      spark.range(0, 2000).selectExpr("CASE WHEN id % 2 = 0 THEN 7 ELSE id END AS k", "id AS v")
+        .createOrReplaceTempView("no_stats")
+      val query = "SELECT * FROM (SELECT k, v FROM no_stats WHERE v >= 0 GROUP BY k, v) t " +
+        "JOIN small ON t.k = small.k"
+      val d = decisions(sql(query))
+      assert(d.nonEmpty && d.forall(!_.fired), d)
+      checkSameAnswer(sql(query))
+    }
+  }
+
+  test("non-equi joins are left alone") {
+    withSkewConf() {
+      val nonEqui = decisions(sql("SELECT * FROM big JOIN small ON big.k < small.k AND small.w < 5"))
+      assert(nonEqui.map(_.reason) == Seq("no equi-join keys"), nonEqui)
+    }
+  }
+
+  test("a non-deterministic input is never read twice") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
+      val input = "(SELECT k + cast(rand() * 0 AS bigint) AS k, v FROM big) b"
+      val inner = sql(s"SELECT /*+ SKEW('b', 'k', 7) */ count(*) FROM $input JOIN small ON b.k = small.k")
+      assert(fired(inner).map(_.numbers.toMap.apply("form")) == Seq("salted"))
+      checkSameAnswer(sql(s"SELECT /*+ SKEW('b', 'k', 7) */ count(*) FROM $input JOIN small ON b.k = small.k"))
+      val full = decisions(sql(
+        s"SELECT /*+ SKEW('b', 'k', 7) */ * FROM $input FULL OUTER JOIN small ON b.k = small.k"))
+      assert(full.size == 1 && !full.head.fired && full.head.reason.contains("not deterministic"),
+        full)
+    }
+  }
+
+  test("the other side's rows for the skewed keys must fit the broadcast bound") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_MAX_BROADCAST_BYTES.key -> "100") {
+      val d = decisions(sql("SELECT * FROM big a JOIN big b ON a.k = b.k AND a.v < 100"))
+      assert(d.size == 1 && !d.head.fired && d.head.reason.contains("maxBroadcastBytes"), d)
+    }
+  }
+
+  test("the number of skewed keys is capped") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.0001",
+        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_ROWS.key -> "1",
+        HiveJoinOptsConf.SKEW_JOIN_MAX_KEYS.key -> "3") {
+      val query = select("INNER", "big.k = small.k")
+      assert(fired(sql(query)).head.numbers.toMap.apply("skewedKeys").toInt <= 3)
+      checkSameAnswer(sql(query))
+    }
+  }
+
+  test("the split is visible in explain and the decisions carry the numbers used") {
+    withSkewConf() {
+      val d = fired(sql(select("INNER", "big.k = small.k"))).head
+      val numbers = d.numbers.toMap
+      for (key <- Seq("source", "keys", "keyShare", "form", "sampledRows", "sampleMs",
+          "otherSideSkewBytes", "leftBytes", "rightBytes")) {
+        assert(numbers.contains(key), s"$key missing from $numbers")
+      }
+      assert(numbers("source") == "detection")
+    }
+  }
+
+  test("the rule's flag and the family switch turn it off") {
+    for (off <- Seq(HiveJoinOptsConf.SKEW_JOIN_SPLIT_ENABLED.key, HiveJoinOptsConf.SKEW_JOIN_ENABLED.key)) {
+      withSkewConf(off -> "false") {
+        assert(splitUnions(sql(select("INNER", "big.k = small.k"))) == 0)
+      }
+    }
+  }
+}
