@@ -34,7 +34,8 @@ def run_demo(scale: float = 1.0, runs: int = 2) -> int:
             if showcase is None:
                 print("not there yet: this build has no rule of this family\n")
                 continue
-            prepare(spark, showcase.dataset, scale * showcase.demo_scale, root=Path(tmp))
+            bench.scale = scale * showcase.demo_scale
+            prepare(spark, showcase.dataset, bench.scale, root=Path(tmp))
             print(f"{showcase.title}\n")
             bench._configure(showcase, EXTENSION)
             explanation = explain(spark.sql(showcase.sql), execute=True, print_=False)

@@ -51,6 +51,9 @@ class Scenario:
     extension_conf: dict[str, str] = field(default_factory=dict)
     # Spark settings that both runs share (the baseline is Spark with these settings).
     common_conf: dict[str, str] = field(default_factory=dict)
+    # Shared settings that follow the data size (given the scale), so that a smaller run keeps
+    # the proportions that Spark's defaults have at scale 1.
+    scaled_conf: Callable[[float], dict[str, str]] | None = None
     # True when the extension is expected to rewrite the query.
     expect_rewrite: bool = True
     # The scenario the demo shows for its family, and the share of the benchmark's data size
@@ -181,8 +184,9 @@ def prepare(spark, dataset: Dataset, scale: float, root: Path | None = None) -> 
 class Bench:
     """Runs scenarios in one session with both configurations."""
 
-    def __init__(self, spark):
+    def __init__(self, spark, scale: float = 1.0):
         self.spark = spark
+        self.scale = scale
         jvm = spark._jvm
         self.collector = jvm.hivejoinopts.bench.StageMetricsCollector.register(
             spark._jsparkSession.sparkContext()
@@ -191,6 +195,8 @@ class Bench:
 
     def _configure(self, scenario: Scenario, mode: str) -> None:
         conf = dict(scenario.common_conf)
+        if scenario.scaled_conf is not None:
+            conf.update(scenario.scaled_conf(self.scale))
         if mode == SPARK:
             conf[ENABLED_KEY] = "false"
         else:
@@ -325,7 +331,7 @@ def main(args) -> int:
     from .._session import local_session
 
     spark = local_session("hive-join-opts bench")
-    bench = Bench(spark)
+    bench = Bench(spark, args.scale)
     results = []
     for scenario in scenarios:
         prepare(spark, scenario.dataset, args.scale)

@@ -87,7 +87,7 @@ object HiveJoinOptsConf {
     PREFIX + "skewJoin.detection.minInputBytes",
     "Join inputs smaller than this (estimated from statistics) are not sampled; a SKEW hint " +
       "without values samples its table whatever its size.",
-    V010, default = "128m", _ >= 0, "Must be a size of zero or more."))
+    V010, default = "32m", _ >= 0, "Must be a size of zero or more."))
 
   val SKEW_JOIN_DETECTION_SAMPLE_ROWS: Flag[Long] = flag(Flag.long(
     PREFIX + "skewJoin.detection.sampleRows",

@@ -2,7 +2,7 @@ package hivejoinopts.skew
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.DeduplicateRelations
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeMap, AttributeReference, Coalesce, EqualTo, Explode, Expression, If, IsNotNull, IsNull, Literal, Murmur3Hash, NamedExpression, Or, Pmod}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeMap, AttributeReference, Coalesce, EqualTo, Explode, Expression, If, Literal, Murmur3Hash, NamedExpression, Or, Pmod}
 import org.apache.spark.sql.catalyst.optimizer.JoinSelectionHelper
 import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.catalyst.plans.logical._
@@ -28,9 +28,9 @@ import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule, JoinKeys, KeyPai
  * {{{
  *   Join type, (B.k = O.k)              Union
  *   :- B                        =>      :- Join type, (B.k = O.k)                 shuffle join
- *   +- O                                :  :- Filter NOT coalesce(B.k IN K, false)
+ *   +- O                                :  :- Filter B.k IS NULL OR B.k NOT IN K
  *                                       :  :  +- B
- *                                       :  +- Filter NOT coalesce(O.k IN K, false)
+ *                                       :  +- Filter O.k IS NULL OR O.k NOT IN K
  *                                       :     +- O
  *                                       +- Join type, (B'.k = O'.k), broadcast(O') map-side join
  *                                          :- Filter B'.k IN K
@@ -408,7 +408,7 @@ case class SkewJoinSplit(session: SparkSession)
     def filtered(side: Side, plan: LogicalPlan): LogicalPlan = {
       val notSkewed = skew.map(k => SkewValues.notInKeys(keysOf(pairs, side, k.keyIndexes), k.values))
       val notNull = if (bypass.contains(side)) {
-        Some(keysOf(pairs, side, pairs.indices).map(IsNotNull(_): Expression).reduce(And))
+        Some(keysOf(pairs, side, pairs.indices).map(SkewValues.isNotNullKey).reduce(And))
       } else None
       (notSkewed ++ notNull).reduceOption(And).map(Filter(_, plan)).getOrElse(plan)
     }
@@ -496,7 +496,7 @@ case class SkewJoinSplit(session: SparkSession)
   /** A preserved side's rows with a NULL key, which match nothing: no shuffle, NULL-padded. */
   private def nullBranch(j: Join, pairs: Seq[KeyPair], side: Side): LogicalPlan = {
     val (p, map) = fresh(if (side == LeftSide) j.left else j.right)
-    val anyNull = keysOf(pairs, side, pairs.indices).map(k => IsNull(remap(k, map)): Expression)
+    val anyNull = keysOf(pairs, side, pairs.indices).map(k => SkewValues.isNullKey(remap(k, map)))
       .reduce(Or)
     val rows = Filter(anyNull, p)
     j.joinType match {
@@ -523,7 +523,7 @@ case class SkewJoinSplit(session: SparkSession)
       Coalesce(Seq(SkewValues.inKeys(keys, skew.values), Literal(false)))
     // NULL keys of a preserved big side match nothing, so they may go to any bucket too.
     val spread = if (saltNulls) {
-      Or(isSkewed(bKeys), keysOf(pairs, bSide, pairs.indices).map(IsNull(_): Expression).reduce(Or))
+      Or(isSkewed(bKeys), keysOf(pairs, bSide, pairs.indices).map(SkewValues.isNullKey).reduce(Or))
     } else isSkewed(bKeys)
     val bSalt = Alias(If(spread,
       Pmod(new Murmur3Hash(bPlan.output), Literal(buckets)), Literal(0)), SaltName)()

@@ -2,7 +2,9 @@ package hivejoinopts.skew
 
 import scala.util.control.NonFatal
 
-import org.apache.spark.sql.catalyst.expressions.{And, Attribute, Cast, Coalesce, CreateNamedStruct, EqualTo, Expression, In, Literal, Not, Or}
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, Cast, CreateNamedStruct, EqualTo, Expression, In, IsNotNull, IsNull, Literal, Not, Or}
+import org.apache.spark.sql.catalyst.optimizer.UnwrapCastInBinaryComparison
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, OneRowRelation}
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.types.{ArrayType, DataType, StringType, StructType}
 
@@ -97,19 +99,49 @@ object SkewValues {
 
   /**
    * True for rows whose keys are one of the tuples: `k IN (...)` for one key, an OR of ANDs for
-   * several (both push down to Parquet/ORC). NULL for rows with NULL keys.
+   * several. NULL for rows with NULL keys. A key that widens a column (`CAST(c AS BIGINT)`) is
+   * compared on the column itself, so the predicate pushes down to Parquet/ORC.
    */
   def inKeys(keys: Seq[Expression], values: Seq[Seq[Any]]): Expression = keys match {
-    case Seq(k) => In(k, values.map(t => Literal.create(t.head, k.dataType)))
+    case Seq(k) => onColumn(In(k, values.map(t => Literal.create(t.head, k.dataType))))
     case _ => values.map { t =>
-      keys.zip(t).map { case (k, v) => EqualTo(k, Literal.create(v, k.dataType)): Expression }
+      keys.zip(t).map { case (k, v) => onColumn(EqualTo(k, Literal.create(v, k.dataType))) }
         .reduce(And)
     }.reduce(Or)
   }
 
-  /** The rows `inKeys` leaves out, NULL keys included: every row is in exactly one of the two. */
-  def notInKeys(keys: Seq[Expression], values: Seq[Seq[Any]]): Expression =
-    Not(Coalesce(Seq(inKeys(keys, values), Literal(false))))
+  /**
+   * The rows `inKeys` leaves out, NULL keys included: every row is in exactly one of the two.
+   * Written as `k IS NULL OR (k <> v1 AND k <> v2 ...)` rather than `NOT coalesce(k IN ..)`,
+   * because Parquet and ORC skip a row group holding only skewed keys on `<>`, not on `NOT IN`.
+   */
+  def notInKeys(keys: Seq[Expression], values: Seq[Seq[Any]]): Expression = {
+    val anyNull = keys.map(isNullKey).reduce(Or)
+    val noTuple = values.map { t =>
+      keys.zip(t).map { case (k, v) =>
+        Not(onColumn(EqualTo(k, Literal.create(v, k.dataType)))): Expression
+      }.reduce(Or)
+    }.reduce(And)
+    if (keys.forall(!_.nullable)) noTuple else Or(anyNull, noTuple)
+  }
+
+  /** `key IS NULL`, on the column under a widening cast, so that it pushes down. */
+  def isNullKey(key: Expression): Expression = IsNull(nullCarrier(key))
+
+  def isNotNullKey(key: Expression): Expression = IsNotNull(nullCarrier(key))
+
+  /** A widening cast is NULL exactly when its input is. */
+  private def nullCarrier(key: Expression): Expression = key match {
+    case c: Cast if Cast.canUpCast(c.child.dataType, c.dataType) => nullCarrier(c.child)
+    case other => other
+  }
+
+  /** Spark's own cast unwrapping (`CAST(c AS BIGINT) = 5L` to `c = 5`), on one predicate. */
+  private def onColumn(predicate: Expression): Expression =
+    UnwrapCastInBinaryComparison(Filter(predicate, OneRowRelation())) match {
+      case Filter(unwrapped, _) => unwrapped
+      case _ => predicate
+    }
 
   def isStruct(dt: DataType): Boolean = dt.isInstanceOf[StructType]
 }
