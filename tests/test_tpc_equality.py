@@ -21,12 +21,13 @@ pytestmark = pytest.mark.tpc
 OFF_CONF = {"spark.sql.hiveJoinOpts.enabled": "false"}
 EXTENSION_CONF = {
     "spark.sql.hiveJoinOpts.enabled": "true",
-    # skew join: thresholds for this small data, and fewer whole-side broadcasts so that
-    # shuffle joins (the only ones with skew) exist
-    "spark.sql.autoBroadcastJoinThreshold": "1m",
-    "spark.sql.hiveJoinOpts.skewJoin.detection.minInputBytes": "512k",
-    "spark.sql.hiveJoinOpts.skewJoin.detection.minKeyFraction": "0.01",
-    "spark.sql.hiveJoinOpts.skewJoin.detection.minKeyRows": "50",
+    # skew join: few whole-side broadcasts, so that shuffle joins (the only ones with skew)
+    # exist, and detection thresholds so low that the most frequent keys of TPC's nearly
+    # uniform data count as skewed: the rewrite runs on as many query shapes as possible
+    "spark.sql.autoBroadcastJoinThreshold": "16k",
+    "spark.sql.hiveJoinOpts.skewJoin.detection.minInputBytes": "64k",
+    "spark.sql.hiveJoinOpts.skewJoin.detection.minKeyFraction": "0.00001",
+    "spark.sql.hiveJoinOpts.skewJoin.detection.minKeyRows": "2",
     # map-join pruning
     # correlation
 }
