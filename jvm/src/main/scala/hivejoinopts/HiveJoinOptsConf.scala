@@ -74,6 +74,14 @@ object HiveJoinOptsConf {
       "scanned and shuffled once, and consecutive shuffles on compatible keys become one.",
     V010, default = true))
 
+  val AGGREGATE_JOIN_TO_WINDOW: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "correlation.aggregateJoinToWindow.enabled",
+    "A relation joined with an aggregate of itself on the group keys (also what Spark makes of " +
+      "a correlated scalar subquery with an aggregate, as in TPC-H Q17) reads the relation once: " +
+      "the aggregate becomes a window aggregate partitioned by the keys, over the rows the join " +
+      "keeps.",
+    V010, default = true))
+
   /** The three rule families; each rule belongs to one and is gated by its switch. */
   sealed abstract class Family(val name: String, val switch: Flag[Boolean])
   case object SkewJoin extends Family("skewJoin", SKEW_JOIN_ENABLED)

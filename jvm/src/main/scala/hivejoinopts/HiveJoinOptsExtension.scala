@@ -6,6 +6,8 @@ import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 
+import hivejoinopts.correlation.AggregateJoinToWindow
+
 /**
  * The value of `spark.sql.extensions`: `hivejoinopts.HiveJoinOptsExtension`.
  *
@@ -27,6 +29,9 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     // ---- map-join pruning ----
 
     // ---- correlation ----
+    // After operator optimization, once: subqueries are decorrelated into joins by then, and
+    // filters and projections sit where they stay, so that two reads of a table can be compared.
+    ext.injectPreCBORule(AggregateJoinToWindow)
   }
 }
 
@@ -42,6 +47,7 @@ object HiveJoinOptsExtension {
     // ---- skew join ----
     // ---- map-join pruning ----
     // ---- correlation ----
+    AggregateJoinToWindow(session)
   )
 
   /** What works only when the extension is set in `spark.sql.extensions` at session start. */
