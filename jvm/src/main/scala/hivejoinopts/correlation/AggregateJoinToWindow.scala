@@ -223,7 +223,7 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
     val (cItems, cConds) = InnerJoinRegion.of(agg.child)
       .map(r => (r.items, r.conditions)).getOrElse((Seq(agg.child), Nil))
 
-    val matched = matchItems(cItems, cConds, items, otherConds).getOrElse(
+    val matched = matchItems(cItems, cConds, keys, items, otherConds).getOrElse(
       skip(s"no item of the other side reads the same rows as the aggregate's input " +
         s"${Candidates.tables(agg.child)}", "aggregateInputItems" -> cItems.size))
     val bMap = matched.merges.map(_.bMap).reduce(_ ++ _)
@@ -321,6 +321,11 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
         }
     }
 
+    // Filters the aggregate's input applies to its group keys alone drop whole groups: below the
+    // window for inner joins, where the group is gone; in the match test for outer joins.
+    val keyFilters = matched.merges.flatMap(_.bFilters)
+    if (outer) groupFilters ++= keyFilters
+    else reduced = keyFilters.reduceOption(And).map(Filter(_, reduced)).getOrElse(reduced)
     val window = Window(windowExprs.values.map(_._1).toSeq, mKeys, Nil, reduced)
     val numbers = Seq("groupKeys" -> mKeys.size, "windowAggregates" -> windowExprs.size,
       "itemsMerged" -> matched.items.size, "semiJoinsBelowWindow" -> semiJoins,
@@ -377,6 +382,7 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
   private def matchItems(
       cItems: Seq[LogicalPlan],
       cConds: Seq[Expression],
+      cKeys: Seq[Attribute],
       items: Seq[LogicalPlan],
       conds: Seq[Expression]): Option[Matched] = {
     var budget = 64
@@ -390,7 +396,11 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
       items.iterator.filterNot(it => used.exists(_ eq it)).flatMap { it =>
         if (budget <= 0) None else {
           budget -= 1
-          PlanMerger.merge(it, cItems(i)).filter(_.bFilters.isEmpty)
+          // The aggregate's input may filter more only on its group keys: whole groups.
+          PlanMerger.merge(it, cItems(i)).filter { m =>
+            val keyRefs = AttributeSet(cKeys.flatMap(m.bMap.get))
+            m.bFilters.forall(f => f.references.nonEmpty && f.references.subsetOf(keyRefs))
+          }
             .flatMap(m => search(i + 1, it :: used, m :: merges))
         }
       }.nextOption()
