@@ -82,6 +82,20 @@ object HiveJoinOptsConf {
       "keeps.",
     V010, default = true))
 
+  val COARSEN_JOIN_SHUFFLE: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "correlation.coarsenJoinShuffle.enabled",
+    "A shuffled join on (k, b) followed by an aggregate or a join on k shuffles its inputs " +
+      "once, on k alone, so that the operator above needs no shuffle (when statistics show " +
+      "enough distinct values of k).",
+    V010, default = true))
+
+  val COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS: Flag[Long] = flag(Flag.long(
+    PREFIX + "correlation.coarsenJoinShuffle.minDistinctKeys",
+    "coarsenJoinShuffle fires only when statistics show at least this many distinct values of " +
+      "the coarser key, so that the shared stage stays parallel (like Hive's minimum reducer " +
+      "count). 0 or 1 needs no statistics.",
+    V010, default = 1000L, _ >= 0, "Must be a non-negative number of values."))
+
   /** The three rule families; each rule belongs to one and is gated by its switch. */
   sealed abstract class Family(val name: String, val switch: Flag[Boolean])
   case object SkewJoin extends Family("skewJoin", SKEW_JOIN_ENABLED)

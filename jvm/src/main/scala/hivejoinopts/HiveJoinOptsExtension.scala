@@ -6,7 +6,7 @@ import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 
-import hivejoinopts.correlation.AggregateJoinToWindow
+import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar}
 
 /**
  * The value of `spark.sql.extensions`: `hivejoinopts.HiveJoinOptsExtension`.
@@ -32,6 +32,11 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     // After operator optimization, once: subqueries are decorrelated into joins by then, and
     // filters and projections sit where they stay, so that two reads of a table can be compared.
     ext.injectPreCBORule(AggregateJoinToWindow)
+    // After EnsureRequirements has placed the shuffles: the rule changes which keys they use.
+    // With adaptive execution it runs on each re-planned plan; without, before the columnar
+    // transitions, the first hook after EnsureRequirements.
+    ext.injectQueryStagePrepRule(CoarsenJoinShuffle)
+    ext.injectColumnar(CoarsenJoinShuffleColumnar)
   }
 }
 
@@ -55,5 +60,6 @@ object HiveJoinOptsExtension {
     // ---- skew join ----
     // ---- map-join pruning ----
     // ---- correlation ----
+    "CoarsenJoinShuffle (a physical rule: it changes the shuffles Spark plans)"
   )
 }
