@@ -82,6 +82,12 @@ object HiveJoinOptsConf {
       "keeps.",
     V010, default = true))
 
+  val MERGE_SAME_KEY_AGGREGATES: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "correlation.mergeSameKeyAggregates.enabled",
+    "Several aggregates of the same relation, grouped by the same keys and joined on them, " +
+      "become one aggregate with FILTER clauses where their inputs' filters differ.",
+    V010, default = true))
+
   val COARSEN_JOIN_SHUFFLE: Flag[Boolean] = flag(Flag.boolean(
     PREFIX + "correlation.coarsenJoinShuffle.enabled",
     "A shuffled join on (k, b) followed by an aggregate or a join on k shuffles its inputs " +

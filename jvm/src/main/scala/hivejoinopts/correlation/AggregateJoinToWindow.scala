@@ -72,13 +72,8 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
     case _ => p.mapChildren(visit)
   }
 
-  /** An aggregate below projections and filters: the side of the join that the rule removes. */
-  private case class AggSide(top: LogicalPlan, chain: Seq[LogicalPlan], agg: Aggregate)
-
-  private def aggSide(p: LogicalPlan): Option[AggSide] = p match {
-    case Project(_, c) => aggSide(c).map(s => s.copy(top = p, chain = p +: s.chain))
-    case Filter(_, c) => aggSide(c).map(s => s.copy(top = p, chain = p +: s.chain))
-    case a: Aggregate if a.groupingExpressions.nonEmpty => Some(AggSide(p, Nil, a))
+  private def aggSide(p: LogicalPlan): Option[AggregateSide] = p match {
+    case AggregateSide(side) if side.agg.groupingExpressions.nonEmpty => Some(side)
     case _ => None
   }
 
@@ -202,7 +197,7 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
    * join the aggregate side to them.
    */
   private def rewriteAggregate(
-      side: AggSide,
+      side: AggregateSide,
       items: Seq[LogicalPlan],
       otherConds: Seq[Expression],
       joinConds: Seq[Expression],
@@ -246,7 +241,7 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
       post(alias.toAttribute)
     }
     val keyValue = keys.zip(mKeys).map { case (k, mk) => k.exprId -> (mk: Expression) }.toMap
-    var env: Map[ExprId, Expression] = agg.aggregateExpressions.map { ne =>
+    val env: Map[ExprId, Expression] = agg.aggregateExpressions.map { ne =>
       val value = ne match {
         case Alias(child, _) => child.transformDown {
           case ae: AggregateExpression => windowed(ae)
@@ -258,20 +253,8 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
       }
       ne.toAttribute.exprId -> value
     }.toMap
-    def substitute(e: Expression): Expression = e.transform {
-      case a: Attribute if env.contains(a.exprId) => env(a.exprId)
-    }
-    val groupFilters = mutable.ArrayBuffer.empty[Expression]
-    side.chain.reverse.foreach {
-      case Project(list, _) =>
-        env = list.map {
-          case a: Attribute => a.exprId -> env.getOrElse(a.exprId, a)
-          case al @ Alias(child, _) => al.exprId -> substitute(child)
-          case other => skip(s"unexpected projection ${other.sql}")
-        }.toMap
-      case Filter(cond, _) => groupFilters ++= splitConjunctivePredicates(cond).map(substitute)
-      case other => throw new IllegalStateException(s"unexpected node ${other.nodeName}")
-    }
+    val (values, chainFilters) = side.valuesAbove(env)
+    val groupFilters = mutable.ArrayBuffer.empty[Expression] ++ chainFilters
     val sideOutput = side.top.output
 
     // The join must equate every group key with the column that holds it on the other side.
@@ -279,9 +262,9 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
     val classes = new Equivalences(remaining ++ mRenamedConds)
     val covered = joinConds.flatMap {
       case EqualTo(x: Attribute, y: Attribute) if aggAttrs.contains(x) && !aggAttrs.contains(y) =>
-        keyCovered(env.get(x.exprId), y, mKeys, classes)
+        keyCovered(values.get(x.exprId), y, mKeys, classes)
       case EqualTo(y: Attribute, x: Attribute) if aggAttrs.contains(x) && !aggAttrs.contains(y) =>
-        keyCovered(env.get(x.exprId), y, mKeys, classes)
+        keyCovered(values.get(x.exprId), y, mKeys, classes)
       case _ => None
     }.toSet
     if (covered.size != mKeys.size) {
@@ -330,14 +313,18 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
     val numbers = Seq("groupKeys" -> mKeys.size, "windowAggregates" -> windowExprs.size,
       "itemsMerged" -> matched.items.size, "semiJoinsBelowWindow" -> semiJoins,
       "filtersAboveWindow" -> rowFilters.size)
-    val valueAliases = sideOutput.map(a => a -> Alias(substitute(a), a.name)(
-      if (outer) NamedExpression.newExprId else a.exprId))
+    val valueAliases = sideOutput.map { a =>
+      val value = values.getOrElse(a.exprId, a)
+      a -> (if (outer) Alias(value, a.name)() else AggregateSide.aliasAs(value, a))
+    }
+    val present = reduced.outputSet
+    val added = valueAliases.map(_._2).filterNot(v => present.contains(v.toAttribute))
     val (windowed2, groupOk) = if (outer) {
       val ok = groupFilters.reduceOption(And).map(Alias(_, "_group_ok")())
-      (Project(reduced.output ++ valueAliases.map(_._2) ++ ok, window), ok.map(_.toAttribute))
+      (Project(reduced.output ++ added ++ ok, window), ok.map(_.toAttribute))
     } else {
       val filtered = groupFilters.reduceOption(And).map(Filter(_, window)).getOrElse(window)
-      (Project(reduced.output ++ valueAliases.map(_._2), filtered), None)
+      (Project(reduced.output ++ added, filtered), None)
     }
     val first = items.indexWhere(i => matched.items.exists(_ eq i))
     val newItems = items.zipWithIndex.flatMap { case (item, i) =>
@@ -408,15 +395,8 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
     search(0, Nil, Nil)
   }
 
-  private def checkSupported(side: AggSide): Unit = {
-    val whole = side.top
-    if (!whole.deterministic) skip("the aggregate side has non-deterministic expressions")
-    whole.foreach {
-      case _: GlobalLimit | _: LocalLimit | _: Offset | _: Tail | _: Sample =>
-        skip("the aggregate's input has a limit or a sample")
-      case _: Expand => skip("the aggregate has grouping sets")
-      case _ =>
-    }
+  private def checkSupported(side: AggregateSide): Unit = {
+    side.unsupported.foreach(reason => skip(reason))
     side.agg.aggregateExpressions.foreach(_.foreach {
       case ae: AggregateExpression => windowForm(ae)
       case _ =>
