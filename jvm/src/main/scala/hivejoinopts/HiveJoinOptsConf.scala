@@ -88,6 +88,12 @@ object HiveJoinOptsConf {
       "become one aggregate with FILTER clauses where their inputs' filters differ.",
     V010, default = true))
 
+  val PRUNE_REPEATED_IN_SUBQUERY: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "correlation.pruneRepeatedInSubquery.enabled",
+    "A subquery used twice is computed once: of two IN subqueries on the same value in one " +
+      "filter, the second's join with the rows the first reads is dropped (TPC-DS q95).",
+    V010, default = true))
+
   val COARSEN_JOIN_SHUFFLE: Flag[Boolean] = flag(Flag.boolean(
     PREFIX + "correlation.coarsenJoinShuffle.enabled",
     "A shuffled join on (k, b) followed by an aggregate or a join on k shuffles its inputs " +

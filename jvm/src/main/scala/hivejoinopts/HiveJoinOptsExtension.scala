@@ -6,7 +6,7 @@ import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 
-import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, MergeSameKeyAggregates}
+import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, MergeSameKeyAggregates, PruneRepeatedInSubquery}
 
 /**
  * The value of `spark.sql.extensions`: `hivejoinopts.HiveJoinOptsExtension`.
@@ -31,6 +31,7 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     // ---- correlation ----
     // After operator optimization, once: subqueries are decorrelated into joins by then, and
     // filters and projections sit where they stay, so that two reads of a table can be compared.
+    ext.injectPreCBORule(PruneRepeatedInSubquery)
     ext.injectPreCBORule(MergeSameKeyAggregates)
     ext.injectPreCBORule(AggregateJoinToWindow)
     // After EnsureRequirements has placed the shuffles: the rule changes which keys they use.
@@ -53,6 +54,7 @@ object HiveJoinOptsExtension {
     // ---- skew join ----
     // ---- map-join pruning ----
     // ---- correlation ----
+    PruneRepeatedInSubquery(session),
     MergeSameKeyAggregates(session),
     AggregateJoinToWindow(session)
   )
