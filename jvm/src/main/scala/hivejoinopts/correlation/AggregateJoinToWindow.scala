@@ -5,7 +5,7 @@ import scala.collection.mutable
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, Cast, Coalesce, EqualTo, Expression, ExprId, If, IsNotNull, Literal, NamedExpression, Not, PredicateHelper, RowFrame, Size, SpecifiedWindowFrame, UnboundedFollowing, UnboundedPreceding, WindowExpression, WindowSpecDefinition}
 import org.apache.spark.sql.catalyst.expressions.aggregate._
-import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
+import org.apache.spark.sql.catalyst.plans.{FullOuter, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.hivejoinopts.Flag
@@ -136,9 +136,12 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
       case _ => false
     }
     if (!supported) {
-      val why = if (j.joinType == LeftSemi || j.joinType == LeftAnti) {
-        s"the aggregate is the ${j.joinType.sql} join's kept side"
-      } else s"the ${j.joinType.sql} join preserves the aggregate side's rows"
+      val why = j.joinType match {
+        case LeftSemi | LeftAnti => s"the aggregate is the ${j.joinType.sql} join's kept side"
+        case LeftOuter | RightOuter | FullOuter =>
+          s"the ${j.joinType.sql} join preserves the aggregate side's rows"
+        case other => s"${other.sql} joins with a hint or of this type are left as they are"
+      }
       skipped(candidate, why)
       return j
     }
@@ -332,7 +335,19 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
       else if (matched.items.exists(_ eq item)) None
       else Some(item)
     }
-    val newConds = remaining ++ matched.merges.flatMap(_.aFilters) ++ (if (outer) Nil else joinConds)
+    // A join key now compared with the column it is an alias of only drops NULL keys.
+    val valueIds = valueAliases.map { case (a, al) => a.exprId -> al }.toMap
+    def aliasOf(x: Attribute, y: Attribute): Boolean = valueIds.get(x.exprId).exists {
+      case Alias(v: Attribute, _) => v.exprId == y.exprId
+      case _ => false
+    }
+    val innerJoinConds = joinConds.map {
+      case EqualTo(x: Attribute, y: Attribute) if aliasOf(x, y) => IsNotNull(y)
+      case EqualTo(y: Attribute, x: Attribute) if aliasOf(x, y) => IsNotNull(y)
+      case other => other
+    }
+    val newConds = remaining ++ matched.merges.flatMap(_.aFilters) ++
+      (if (outer) Nil else innerJoinConds)
     Rewritten(newItems, newConds, valueAliases.map { case (a, al) => a -> al.toAttribute },
       groupOk, numbers)
   }
