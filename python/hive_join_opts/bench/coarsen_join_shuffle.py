@@ -9,17 +9,18 @@ from pathlib import Path
 
 from .harness import Dataset, Scenario, register
 
-ROWS = 8_000_000
+ROWS = 4_000_000
 
 
 def _write(spark, folder: Path, scale: float) -> None:
+    # Four rows per key on each side, two values of b: eight join rows per key.
     rows = int(ROWS * scale)
-    keys = max(1, rows // 16)
+    keys = max(1, rows // 4)
     (spark.range(rows, numPartitions=8)
-     .selectExpr(f"id * 7919 % {keys} AS k", "id % 8 AS b", "id AS v")
+     .selectExpr(f"id * 7919 % {keys} AS k", "pmod(hash(id), 2) AS b", "id AS v")
      .write.parquet(str(folder / "f1")))
-    (spark.range(rows // 2, numPartitions=8)
-     .selectExpr(f"id * 104729 % {keys} AS k", "id % 8 AS b", "id * 3 AS w")
+    (spark.range(rows, numPartitions=8)
+     .selectExpr(f"id * 104729 % {keys} AS k", "pmod(hash(id * 3), 2) AS b", "id * 3 AS w")
      .write.parquet(str(folder / "f2")))
 
 
@@ -31,7 +32,7 @@ def _register(spark, folder: Path) -> None:
         spark.sql(f"ANALYZE TABLE {table} COMPUTE STATISTICS FOR COLUMNS k, b")
 
 
-TABLES = Dataset("coarsen_join_shuffle", _write, _register)
+TABLES = Dataset("coarsen_join_shuffle_tables", _write, _register)
 
 register(
     Scenario(
