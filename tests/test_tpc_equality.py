@@ -29,7 +29,8 @@ EXTENSION_CONF = {
     "spark.sql.hiveJoinOpts.skewJoin.detection.minKeyFraction": "0.00001",
     "spark.sql.hiveJoinOpts.skewJoin.detection.minKeyRows": "2",
     # map-join pruning
-    # correlation
+    # correlation: every rule on; coarsenJoinShuffle needs no statistics (the views have none)
+    "spark.sql.hiveJoinOpts.correlation.coarsenJoinShuffle.minDistinctKeys": "0",
 }
 
 CASES = [

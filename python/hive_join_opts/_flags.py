@@ -39,6 +39,11 @@ FLAGS: dict[str, str] = {
     PREFIX + "mapJoinPruning.enabled": "boolean",
     # correlation
     PREFIX + "correlation.enabled": "boolean",
+    PREFIX + "correlation.aggregateJoinToWindow.enabled": "boolean",
+    PREFIX + "correlation.mergeSameKeyAggregates.enabled": "boolean",
+    PREFIX + "correlation.pruneRepeatedInSubquery.enabled": "boolean",
+    PREFIX + "correlation.coarsenJoinShuffle.enabled": "boolean",
+    PREFIX + "correlation.coarsenJoinShuffle.minDistinctKeys": "long",
 }
 
 

@@ -308,6 +308,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", default="bench-results",
                         help="folder for bench.md, bench.png and bench.json (default bench-results)")
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    # correlation: the TPC plan census (bench/tpc_plans.py)
+    parser.add_argument("--tpc-plans", action="store_true",
+                        help="instead of the scenarios: shuffles and scans of every TPC-H and "
+                        "TPC-DS query with and without the extension, and the time of those it "
+                        "rewrites (--scale is the scale factor; --scenario picks queries)")
+    parser.add_argument("--tpc-benchmark", action="append", default=[], choices=["tpch", "tpcds"],
+                        help="with --tpc-plans: only this benchmark (repeatable)")
+    parser.add_argument("--tpc-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="with --tpc-plans: a flag of the extension run (repeatable)")
 
 
 def select(scenarios: list[Scenario], names: list[str]) -> list[Scenario]:
@@ -323,6 +332,10 @@ def select(scenarios: list[Scenario], names: list[str]) -> list[Scenario]:
 
 
 def main(args) -> int:
+    if getattr(args, "tpc_plans", False):
+        from .tpc_plans import run
+
+        return run(args)
     scenarios = select(load_scenarios(), args.scenario)
     if args.list:
         for s in scenarios:

@@ -9,3 +9,7 @@ from . import skew_join_split  # noqa: F401,E402
 # map-join pruning
 
 # correlation
+from . import aggregate_join_to_window  # noqa: F401,E402
+from . import coarsen_join_shuffle  # noqa: F401,E402
+from . import merge_same_key_aggregates  # noqa: F401,E402
+from . import prune_repeated_in_subquery  # noqa: F401,E402

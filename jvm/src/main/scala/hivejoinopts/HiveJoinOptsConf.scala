@@ -159,6 +159,40 @@ object HiveJoinOptsConf {
       "scanned and shuffled once, and consecutive shuffles on compatible keys become one.",
     V010, default = true))
 
+  val AGGREGATE_JOIN_TO_WINDOW: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "correlation.aggregateJoinToWindow.enabled",
+    "A relation joined with an aggregate of itself on the group keys (also what Spark makes of " +
+      "a correlated scalar subquery with an aggregate, as in TPC-H Q17) reads the relation once: " +
+      "the aggregate becomes a window aggregate partitioned by the keys, over the rows the join " +
+      "keeps.",
+    V010, default = true))
+
+  val MERGE_SAME_KEY_AGGREGATES: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "correlation.mergeSameKeyAggregates.enabled",
+    "Several aggregates of the same relation, grouped by the same keys and joined on them, " +
+      "become one aggregate with FILTER clauses where their inputs' filters differ.",
+    V010, default = true))
+
+  val PRUNE_REPEATED_IN_SUBQUERY: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "correlation.pruneRepeatedInSubquery.enabled",
+    "A subquery used twice is computed once: of two IN subqueries on the same value in one " +
+      "filter, the second's join with the rows the first reads is dropped (TPC-DS q95).",
+    V010, default = true))
+
+  val COARSEN_JOIN_SHUFFLE: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "correlation.coarsenJoinShuffle.enabled",
+    "A shuffled join on (k, b) followed by an aggregate or a join on k shuffles its inputs " +
+      "once, on k alone, so that the operator above needs no shuffle (when statistics show " +
+      "enough distinct values of k).",
+    V010, default = true))
+
+  val COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS: Flag[Long] = flag(Flag.long(
+    PREFIX + "correlation.coarsenJoinShuffle.minDistinctKeys",
+    "coarsenJoinShuffle fires only when statistics show at least this many distinct values of " +
+      "the coarser key, so that the shared stage stays parallel (like Hive's minimum reducer " +
+      "count). 0 or 1 needs no statistics.",
+    V010, default = 1000L, _ >= 0, "Must be a non-negative number of values."))
+
   /** The three rule families; each rule belongs to one and is gated by its switch. */
   sealed abstract class Family(val name: String, val switch: Flag[Boolean])
   case object SkewJoin extends Family("skewJoin", SKEW_JOIN_ENABLED)

@@ -6,6 +6,8 @@ import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 
+import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, MergeSameKeyAggregates, PruneRepeatedInSubquery}
+
 /**
  * The value of `spark.sql.extensions`: `hivejoinopts.HiveJoinOptsExtension`.
  *
@@ -35,6 +37,16 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     // ---- map-join pruning ----
 
     // ---- correlation ----
+    // After operator optimization, once: subqueries are decorrelated into joins by then, and
+    // filters and projections sit where they stay, so that two reads of a table can be compared.
+    ext.injectPreCBORule(PruneRepeatedInSubquery)
+    ext.injectPreCBORule(MergeSameKeyAggregates)
+    ext.injectPreCBORule(AggregateJoinToWindow)
+    // After EnsureRequirements has placed the shuffles: the rule changes which keys they use.
+    // With adaptive execution it runs on each re-planned plan; without, before the columnar
+    // transitions, the first hook after EnsureRequirements.
+    ext.injectQueryStagePrepRule(CoarsenJoinShuffle)
+    ext.injectColumnar(CoarsenJoinShuffleColumnar)
   }
 }
 
@@ -51,6 +63,9 @@ object HiveJoinOptsExtension {
     skew.SkewJoinSplit(session),
     // ---- map-join pruning ----
     // ---- correlation ----
+    PruneRepeatedInSubquery(session),
+    MergeSameKeyAggregates(session),
+    AggregateJoinToWindow(session)
   )
 
   /** What works only when the extension is set in `spark.sql.extensions` at session start. */
@@ -59,5 +74,6 @@ object HiveJoinOptsExtension {
     "the SKEW hint (read by an analyzer rule)",
     // ---- map-join pruning ----
     // ---- correlation ----
+    "CoarsenJoinShuffle (a physical rule: it changes the shuffles Spark plans)"
   )
 }

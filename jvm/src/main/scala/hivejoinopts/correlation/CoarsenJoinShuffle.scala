@@ -1,0 +1,174 @@
+package hivejoinopts.correlation
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.catalog.{CatalogTable, HiveTableRelation}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
+import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, Partitioning, PartitioningCollection}
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.execution.{ColumnarRule, FilterExec, ProjectExec, SortExec, SparkPlan}
+import org.apache.spark.sql.execution.adaptive.QueryStageExec
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+import org.apache.spark.sql.execution.datasources.LogicalRelation
+import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExchangeExec}
+import org.apache.spark.sql.execution.joins.ShuffledJoin
+import org.apache.spark.sql.hivejoinopts.Flag
+
+import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
+import hivejoinopts.rules.HiveJoinOptsPhysicalRule
+
+/**
+ * Job-flow correlation: a shuffled join on `(k, b)` followed by an aggregate or a join on `k`
+ * shuffles its inputs once, on `k`, and the operator above needs no shuffle of its own.
+ *
+ * Spark shuffles each join input on all the join keys and then shuffles the join's output again
+ * for the aggregate:
+ * {{{
+ *   HashAggregate [k]                                HashAggregate [k]
+ *   +- Exchange hashpartitioning(k)                  +- HashAggregate [k] (partial)
+ *      +- HashAggregate [k] (partial)        =>         +- SortMergeJoin [k, b], [k', b']
+ *         +- SortMergeJoin [k, b], [k', b']                :- Exchange hashpartitioning(k)
+ *            :- Exchange hashpartitioning(k, b)            +- Exchange hashpartitioning(k')
+ *            +- Exchange hashpartitioning(k', b')
+ * }}}
+ * Rows equal on `(k, b)` are equal on `k`, so partitioning both inputs on `k` alone still meets
+ * the join, and the join's output is then partitioned exactly as the removed exchange would have
+ * partitioned it (the rule checks that before it drops the exchange). Spark does not choose this
+ * by itself: with `spark.sql.requireAllClusterKeysForCoPartition` (true by default) it
+ * re-shuffles join inputs on all keys, to avoid skew on a coarser key. This rule makes the choice
+ * only when statistics show that `k` has at least `coarsenJoinShuffle.minDistinctKeys` distinct
+ * values (from the optimizer's column statistics, or the analyzed column statistics of the table
+ * `k` comes from); without statistics the plan stays.
+ *
+ * It runs after `EnsureRequirements`: as a query-stage preparation rule with adaptive execution
+ * (where it also drops the exchange Spark adds again on top of an input stage already partitioned
+ * on `k`), and before the columnar transitions without it. It does not touch exchanges a user
+ * asked for (repartition), joins whose inputs are not both shuffled by Spark, full outer joins, or
+ * keys that are not join keys of the side whose partitioning the join keeps.
+ */
+case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysicalRule {
+
+  override def family: Family = Correlation
+
+  override def flag: Flag[Boolean] = HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE
+
+  override protected def rewrite(plan: SparkPlan): SparkPlan = plan.transformUp {
+    case upper @ ShuffleExchangeExec(HashPartitioning(keys, n), child, ENSURE_REQUIREMENTS, _) =>
+      coarsen(keys, n, child).getOrElse(upper)
+  }
+
+  /** The chain of partitioning-preserving nodes below an exchange, down to a shuffled join. */
+  private def chainToJoin(p: SparkPlan): Option[(Seq[SparkPlan], ShuffledJoin)] = p match {
+    case j: ShuffledJoin => Some((Nil, j))
+    case u @ (_: ProjectExec | _: FilterExec | _: BaseAggregateExec | _: SortExec) =>
+      chainToJoin(u.children.head).map { case (chain, j) => (u +: chain, j) }
+    case _ => None
+  }
+
+  private def coarsen(keys: Seq[Expression], n: Int, child: SparkPlan): Option[SparkPlan] = {
+    val (chain, join) = chainToJoin(child).getOrElse(return None)
+    val sides = keptSides(join.joinType)
+    // Positions of the exchange's keys among the join keys, on a side whose partitioning the
+    // join's output keeps.
+    val positions = keys.map { k =>
+      sides.iterator.map(side => joinKeys(join, side).indexWhere(_.semanticEquals(k)))
+        .find(_ >= 0).getOrElse(return None)
+    }
+    if (positions.distinct.size != positions.size ||
+        positions.size >= join.leftKeys.size) return None
+    val inputs = join.children.zipWithIndex.map { case (c, side) =>
+      coarserInput(c, joinKeys(join, side), positions, n).getOrElse(return None)
+    }
+    val candidate = s"${join.nodeName} ${join.joinType.sql} on " +
+      s"(${join.leftKeys.map(_.sql).mkString(", ")}) then shuffle on (${keys.map(_.sql).mkString(", ")})"
+    val minDistinct = HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS(conf)
+    val distinct = if (minDistinct <= 1) None else distinctValues(join, keys)
+    if (minDistinct > 1 && !distinct.exists(_ >= minDistinct)) {
+      skipped(candidate, distinct.map(d => s"$d distinct values of the coarser key are fewer " +
+          "than coarsenJoinShuffle.minDistinctKeys").getOrElse("no distinct-count statistics " +
+          "for the coarser key"),
+        "distinctKeys" -> distinct.getOrElse("unknown"), "minDistinctKeys" -> minDistinct)
+      return None
+    }
+    val newJoin = join.withNewChildren(inputs)
+    val top = chain.foldRight(newJoin: SparkPlan)((node, c) => node.withNewChildren(Seq(c)))
+    if (!partitionedOn(top.outputPartitioning, keys, n)) return None
+    fired(candidate, "the join's inputs are shuffled on the coarser key only, so the operator " +
+      "above needs no shuffle", "joinKeys" -> join.leftKeys.size, "shuffleKeys" -> keys.size,
+      "partitions" -> n, "distinctKeys" -> distinct.getOrElse("not checked"),
+      "minDistinctKeys" -> minDistinct)
+    Some(top)
+  }
+
+  private def keptSides(joinType: JoinType): Seq[Int] = joinType match {
+    case Inner => Seq(0, 1)
+    case LeftOuter | LeftSemi | LeftAnti => Seq(0)
+    case RightOuter => Seq(1)
+    case _ => Nil
+  }
+
+  private def joinKeys(join: ShuffledJoin, side: Int): Seq[Expression] =
+    if (side == 0) join.leftKeys else join.rightKeys
+
+  /**
+   * The join input re-partitioned on the join keys at `positions`: its exchange on all the keys
+   * gets the coarser partitioning, or goes when its input is partitioned so already (an adaptive
+   * stage). None unless Spark put the exchange there for this join.
+   */
+  private def coarserInput(
+      input: SparkPlan,
+      keys: Seq[Expression],
+      positions: Seq[Int],
+      n: Int): Option[SparkPlan] = input match {
+    case s: SortExec => coarserInput(s.child, keys, positions, n).map(c => s.withNewChildren(Seq(c)))
+    case e @ ShuffleExchangeExec(HashPartitioning(exprs, m), c, ENSURE_REQUIREMENTS, _)
+        if m == n && exprs.size == keys.size &&
+          exprs.zip(keys).forall { case (x, y) => x.semanticEquals(y) } =>
+      val coarse = HashPartitioning(positions.map(keys), n)
+      if (partitionedOn(c.outputPartitioning, coarse.expressions, n)) Some(c)
+      else Some(e.copy(outputPartitioning = coarse))
+    case _ => None
+  }
+
+  private def partitionedOn(p: Partitioning, keys: Seq[Expression], n: Int): Boolean = p match {
+    case HashPartitioning(exprs, m) => m == n && exprs.size == keys.size &&
+      exprs.zip(keys).forall { case (x, y) => x.semanticEquals(y) }
+    case PartitioningCollection(ps) => ps.exists(partitionedOn(_, keys, n))
+    case _ => false
+  }
+
+  /**
+   * The distinct values of `keys` on the join's output: the optimizer's estimate when it has
+   * column statistics, else the largest distinct count the analyzed tables give for one of the
+   * key columns (a bound on what reaches the join).
+   */
+  private def distinctValues(join: SparkPlan, keys: Seq[Expression]): Option[BigInt] = {
+    val logical = join.logicalLink.getOrElse(return None)
+    val attrs = keys.flatMap(_.references)
+    val estimated = attrs.flatMap(a => logical.stats.attributeStats.get(a).flatMap(_.distinctCount))
+    if (estimated.nonEmpty) return Some(estimated.max)
+    val fromTables = attrs.flatMap(a => tableDistinct(logical, a))
+    if (fromTables.nonEmpty) Some(fromTables.max) else None
+  }
+
+  private def tableDistinct(plan: LogicalPlan, a: Attribute): Option[BigInt] = {
+    def fromCatalog(table: Option[CatalogTable], name: String): Option[BigInt] =
+      table.flatMap(_.stats).flatMap(_.colStats.get(name)).flatMap(_.distinctCount)
+    plan.collectFirst {
+      case r: LogicalRelation if r.output.exists(_.exprId == a.exprId) =>
+        fromCatalog(r.catalogTable, r.output.find(_.exprId == a.exprId).get.name)
+      case h: HiveTableRelation if h.output.exists(_.exprId == a.exprId) =>
+        fromCatalog(Some(h.tableMeta), h.output.find(_.exprId == a.exprId).get.name)
+    }.flatten
+  }
+}
+
+/** The same rule before the columnar transitions, for plans that run without adaptive execution. */
+case class CoarsenJoinShuffleColumnar(session: SparkSession) extends ColumnarRule {
+  private val rule = CoarsenJoinShuffle(session)
+
+  override def preColumnarTransitions: Rule[SparkPlan] = plan =>
+    if (plan.exists(_.isInstanceOf[QueryStageExec])) plan else rule(plan)
+}

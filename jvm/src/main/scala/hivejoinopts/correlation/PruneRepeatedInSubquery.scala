@@ -1,0 +1,98 @@
+package hivejoinopts.correlation
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, EqualTo, Expression, InSubquery, ListQuery, PredicateHelper}
+import org.apache.spark.sql.catalyst.plans.Inner
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, JoinHint, LogicalPlan, Project}
+import org.apache.spark.sql.hivejoinopts.Flag
+
+import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
+import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
+
+/**
+ * A subquery used twice is computed once: when a filter requires `x IN (S)` and
+ * `x IN (SELECT r.c FROM R JOIN S' ON r.c = s')` with `S'` the same rows as `S`, the second
+ * subquery's join with `S'` is redundant and goes. TPC-DS q95 (Hive's correlation optimizer
+ * example 3) uses its `ws_wh` self-join so, and Spark computes it twice: both copies are inlined,
+ * and the second sits inside a join that is not an exchange Spark could reuse.
+ * {{{
+ *   Filter o IN (SELECT o FROM ws_wh) AND o IN (SELECT wr_o FROM wr JOIN ws_wh' ON wr_o = ws_wh'.o)
+ * }}}
+ * becomes
+ * {{{
+ *   Filter o IN (SELECT o FROM ws_wh) AND o IN (SELECT wr_o FROM wr)
+ * }}}
+ * Exact because both are conjuncts of one filter on the same value: a row passes only when `o` is
+ * in `S`, and then `o` is in the join's result exactly when it is in `R`'s column. It fires only
+ * for non-correlated single-column IN subqueries that are top-level conjuncts of the same filter
+ * and test the same deterministic value, when the join is an inner join on that column alone (other
+ * conditions may only read `R`) and `S'` reads the same rows as `S` ([[PlanMerger]], no filter on
+ * either side).
+ */
+case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLogicalRule
+  with PredicateHelper {
+
+  override def family: Family = Correlation
+
+  override def flag: Flag[Boolean] = HiveJoinOptsConf.PRUNE_REPEATED_IN_SUBQUERY
+
+  override protected def rewrite(plan: LogicalPlan): LogicalPlan = plan.transformUp {
+    case f @ Filter(cond, _) if cond.exists(_.isInstanceOf[InSubquery]) =>
+      val conjuncts = splitConjunctivePredicates(cond)
+      var changed = false
+      val rewritten = conjuncts.zipWithIndex.map {
+        case (in @ InSubquery(Seq(value), query), j) if isSimple(in) =>
+          val others = conjuncts.zipWithIndex.collect {
+            case (other @ InSubquery(Seq(v), q), i) if i != j && isSimple(other) &&
+                v.canonicalized == value.canonicalized => q
+          }
+          others.iterator.flatMap(known => pruned(query, known)).nextOption() match {
+            case Some(newPlan) =>
+              changed = true
+              fired(s"IN subquery on ${value.sql} reading ${Candidates.tables(query.plan)}",
+                "its join with rows another IN subquery on the same value reads already is " +
+                  "redundant: those rows are computed once", "conjuncts" -> conjuncts.size)
+              in.copy(query = query.copy(plan = newPlan))
+            case None => in
+          }
+        case (other, _) => other
+      }
+      if (changed) f.copy(condition = rewritten.reduce(And)) else f
+  }
+
+  private def isSimple(in: InSubquery): Boolean = {
+    val q = in.query
+    in.values.size == 1 && in.values.head.deterministic && q.outerAttrs.isEmpty &&
+      q.joinCond.isEmpty && q.plan.output.size == 1 && q.plan.deterministic
+  }
+
+  /** `query`'s plan without its join with the rows `known` reads, when that join is redundant. */
+  private def pruned(query: ListQuery, known: ListQuery): Option[LogicalPlan] = query.plan match {
+    case Project(Seq(c: Attribute), Join(l, r, Inner, Some(cond), JoinHint.NONE)) =>
+      Seq((l, r), (r, l)).iterator.flatMap { case (kept, other) =>
+        prunedJoin(c, kept, other, splitConjunctivePredicates(cond), known.plan)
+      }.nextOption()
+    case _ => None
+  }
+
+  private def prunedJoin(
+      c: Attribute,
+      kept: LogicalPlan,
+      other: LogicalPlan,
+      conds: Seq[Expression],
+      known: LogicalPlan): Option[LogicalPlan] = {
+    if (!kept.outputSet.contains(c)) return None
+    val keyOf: PartialFunction[Expression, Attribute] = {
+      case EqualTo(a: Attribute, b: Attribute) if a.semanticEquals(c) && other.outputSet.contains(b) => b
+      case EqualTo(b: Attribute, a: Attribute) if a.semanticEquals(c) && other.outputSet.contains(b) => b
+    }
+    val (keyConds, rest) = conds.partition(keyOf.isDefinedAt)
+    if (keyConds.size != 1 || !rest.forall(_.references.subsetOf(kept.outputSet))) return None
+    val otherKey = keyOf(keyConds.head)
+    PlanMerger.merge(known, Project(Seq(otherKey), other))
+      .filter(m => m.aFilters.isEmpty && m.bFilters.isEmpty &&
+        m.bMap.get(otherKey).exists(_.exprId == known.output.head.exprId))
+      .map(_ => Project(Seq(c), rest.reduceOption(And).map(Filter(_, kept)).getOrElse(kept)))
+  }
+}

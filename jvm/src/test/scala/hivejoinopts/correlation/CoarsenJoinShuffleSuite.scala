@@ -1,0 +1,111 @@
+package hivejoinopts.correlation
+
+import org.apache.spark.sql.internal.SQLConf
+
+import hivejoinopts.HiveJoinOptsConf
+
+class CoarsenJoinShuffleSuite extends CorrelationSuiteBase {
+
+  private val Rule = "CoarsenJoinShuffle"
+
+  override def beforeAll(): Unit = {
+    super.beforeAll()
+    // Catalog tables with analyzed column statistics; NULL keys, duplicates on (k, b).
+    spark.range(0, 20000).selectExpr(
+      "CASE WHEN id % 97 = 0 THEN NULL ELSE id % 500 END AS k", "id % 7 AS b", "id AS v")
+      .write.saveAsTable("f1")
+    spark.range(0, 9000).selectExpr(
+      "CASE WHEN id % 89 = 0 THEN NULL ELSE id % 600 END AS k", "id % 5 AS b", "id * 2 AS w")
+      .write.saveAsTable("f2")
+    spark.range(0, 3000).selectExpr("id % 400 AS k", "id AS x").write.saveAsTable("f3")
+    Seq("f1", "f2", "f3").foreach(t => spark.sql(s"ANALYZE TABLE $t COMPUTE STATISTICS FOR ALL COLUMNS"))
+    table("f1_view", spark.table("f1"))
+    table("f2_view", spark.table("f2"))
+  }
+
+  override def afterAll(): Unit = {
+    try Seq("f1", "f2", "f3").foreach(t => spark.sql(s"DROP TABLE IF EXISTS $t"))
+    finally super.afterAll()
+  }
+
+  private val joinThenGroup =
+    """SELECT f1.k, count(*), sum(f2.w) FROM f1 JOIN f2 ON f1.k = f2.k AND f1.b = f2.b
+      |GROUP BY f1.k""".stripMargin
+
+  private def withShuffledJoins[T](aqe: Boolean)(f: => T): T = withSQLConf(
+    SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
+    SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> aqe.toString,
+    HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "100")(f)
+
+  for (aqe <- Seq(true, false)) {
+    test(s"a join on (k, b) then GROUP BY k shuffles once fewer (adaptive execution $aqe)") {
+      withShuffledJoins(aqe) {
+        checkSameAnswer(spark.sql(joinThenGroup))
+        val on = withExtension(on = true)(executedPlan(spark.sql(joinThenGroup)))
+        val off = withExtension(on = false)(executedPlan(spark.sql(joinThenGroup)))
+        assert(shufflesOf(off) == 3, off)
+        assert(shufflesOf(on) == 2, on)
+        val fired = firedBy(Rule, spark.sql(joinThenGroup))
+        assert(fired.nonEmpty, decisionsOf(spark.sql(joinThenGroup)).mkString("\n"))
+        assert(fired.head.numbers.toMap.apply("distinctKeys") != "unknown")
+      }
+    }
+
+    test(s"a join on (k, b) then a join on k shuffles once fewer (adaptive execution $aqe)") {
+      val sql = """SELECT f1.k, f1.b, f2.w, f3.x FROM f1 JOIN f2 ON f1.k = f2.k AND f1.b = f2.b
+                  |JOIN f3 ON f3.k = f1.k""".stripMargin
+      withShuffledJoins(aqe) {
+        checkSameAnswer(spark.sql(sql))
+        val on = withExtension(on = true)(executedPlan(spark.sql(sql)))
+        val off = withExtension(on = false)(executedPlan(spark.sql(sql)))
+        assert(shufflesOf(off) == 4, off)
+        assert(shufflesOf(on) == 3, on)
+      }
+    }
+  }
+
+  test("a left outer join keeps only its left side's partitioning") {
+    withShuffledJoins(aqe = true) {
+      val left = """SELECT f1.k, count(f2.w) FROM f1 LEFT JOIN f2 ON f1.k = f2.k AND f1.b = f2.b
+                   |GROUP BY f1.k""".stripMargin
+      checkSameAnswer(spark.sql(left))
+      assert(firedBy(Rule, spark.sql(left)).nonEmpty)
+      val right = """SELECT f2.k, count(f2.w) FROM f1 LEFT JOIN f2 ON f1.k = f2.k AND f1.b = f2.b
+                    |GROUP BY f2.k""".stripMargin
+      checkSameAnswer(spark.sql(right))
+      assert(firedBy(Rule, spark.sql(right)).isEmpty)
+    }
+  }
+
+  test("not without statistics on the coarser key") {
+    withShuffledJoins(aqe = true) {
+      val sql = """SELECT f1_view.k, count(*) FROM f1_view JOIN f2_view
+                  |ON f1_view.k = f2_view.k AND f1_view.b = f2_view.b GROUP BY f1_view.k""".stripMargin
+      assertSkipped(Rule, spark.sql(sql), "no distinct-count statistics")
+      assert(shufflesOf(withExtension(on = true)(executedPlan(spark.sql(sql)))) == 3)
+    }
+  }
+
+  test("not when the coarser key has fewer distinct values than the bound") {
+    withShuffledJoins(aqe = true) {
+      withSQLConf(HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "100000") {
+        assertSkipped(Rule, spark.sql(joinThenGroup), "fewer than")
+      }
+    }
+  }
+
+  test("the flag switches the rule per session") {
+    withShuffledJoins(aqe = true) {
+      withSQLConf(HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE.key -> "false") {
+        assert(shufflesOf(withExtension(on = true)(executedPlan(spark.sql(joinThenGroup)))) == 3)
+        assert(decisionsOf(spark.sql(joinThenGroup)).forall(_.rule != Rule))
+      }
+    }
+  }
+
+  test("a bad bound fails at SET") {
+    val key = HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key
+    val e = intercept[IllegalArgumentException](spark.sql(s"SET $key=-1"))
+    assert(e.getMessage.contains(key))
+  }
+}

@@ -1,0 +1,125 @@
+package hivejoinopts.correlation
+
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+
+import hivejoinopts.HiveJoinOptsConf
+
+class MergeSameKeyAggregatesSuite extends CorrelationSuiteBase {
+
+  private val Rule = "MergeSameKeyAggregates"
+
+  override def beforeAll(): Unit = {
+    super.beforeAll()
+    // NULL keys, duplicates, and groups that only one of two filters keeps.
+    table("s", spark.range(0, 3000).selectExpr(
+      "CASE WHEN id % 41 = 0 THEN NULL ELSE CAST(id % 1500 % 53 AS INT) END AS k",
+      "CAST(id % 1500 % 4 AS STRING) AS k2",
+      "CAST(id % 1500 % 29 AS INT) AS x",
+      "CAST(id % 1500 AS BIGINT) AS v"))
+  }
+
+  private def fires(sql: String): Unit = {
+    val df = spark.sql(sql)
+    assert(firedBy(Rule, df).nonEmpty, decisionsOf(df).mkString("\n"))
+    checkSameAnswer(spark.sql(sql))
+    val plan = withExtension(on = true)(executedPlan(spark.sql(sql)))
+    assert(scansOf(plan, "s") == 1, plan)
+  }
+
+  private def two(a: String, b: String, joinType: String = "JOIN",
+      on: String = "a.k = b.k"): String =
+    s"SELECT * FROM ($a) a $joinType ($b) b ON $on"
+
+  test("two aggregates of a table with the same filter: one scan, one shuffle") {
+    val sql = two("SELECT k, sum(v) AS sv FROM s WHERE x > 3 GROUP BY k",
+      "SELECT k, count(*) AS n, max(v) AS mv FROM s WHERE x > 3 GROUP BY k")
+    fires(sql)
+    val plan = withExtension(on = true)(executedPlan(spark.sql(sql)))
+    assert(shufflesOf(plan) == 1, plan)
+  }
+
+  test("different filters: FILTER clauses, and an inner join keeps groups both sides have") {
+    fires(two("SELECT k, sum(v) AS sv FROM s WHERE x < 3 GROUP BY k",
+      "SELECT k, count(*) AS n FROM s WHERE x > 25 GROUP BY k"))
+    fires(two("SELECT k, sum(v) AS sv FROM s GROUP BY k",
+      "SELECT k, count(*) AS n FROM s WHERE x > 25 GROUP BY k"))
+  }
+
+  test("multi-column keys and filters above the aggregates") {
+    fires("""SELECT * FROM (SELECT k, k2, sum(v) AS sv FROM s WHERE x < 10 GROUP BY k, k2
+            |  HAVING sum(v) > 100) a
+            |JOIN (SELECT k2, k, avg(v) AS av, count(*) AS n FROM s GROUP BY k2, k) b
+            |ON a.k = b.k AND a.k2 = b.k2 AND a.sv > b.av""".stripMargin)
+  }
+
+  test("outer joins: NULL where the other side has no group, count included") {
+    val a = "SELECT k, sum(v) AS sv FROM s WHERE x < 5 GROUP BY k"
+    val b = "SELECT k, count(*) AS n FROM s WHERE x > 20 AND k < 30 GROUP BY k"
+    fires(two(a, b, "LEFT JOIN"))
+    fires(two(a, b, "RIGHT JOIN"))
+    fires(two(b, a, "LEFT JOIN"))
+  }
+
+  test("semi and anti joins test the other side's group") {
+    val a = "SELECT k, sum(v) AS sv FROM s WHERE x < 5 GROUP BY k"
+    val b = "SELECT k, max(v) AS mv FROM s WHERE x > 20 AND k < 30 GROUP BY k"
+    fires(two(a, b, "LEFT SEMI JOIN", "a.k = b.k AND a.sv > b.mv"))
+    fires(two(a, b, "LEFT ANTI JOIN", "a.k = b.k AND a.sv > b.mv"))
+  }
+
+  test("a cross join of global aggregates with different filters (TPC-DS q88)") {
+    fires("""SELECT * FROM (SELECT count(*) AS c1 FROM s WHERE x < 3) a,
+            |(SELECT count(*) AS c2, sum(v) AS s2 FROM s WHERE x > 27) b,
+            |(SELECT min(v) AS m3 FROM s WHERE x = 100) c""".stripMargin)
+    val plan = withExtension(on = true)(executedPlan(spark.sql(
+      "SELECT * FROM (SELECT count(*) FROM s WHERE x < 3) a, (SELECT sum(v) FROM s WHERE x > 7) b")))
+    assert(collect(plan) { case a: BaseAggregateExec => a }.size == 2, plan)
+  }
+
+  test("the flag switches the rule per session") {
+    val sql = two("SELECT k, sum(v) AS sv FROM s GROUP BY k", "SELECT k, min(v) FROM s GROUP BY k")
+    withSQLConf(HiveJoinOptsConf.MERGE_SAME_KEY_AGGREGATES.key -> "false") {
+      assert(decisionsOf(spark.sql(sql)).forall(_.rule != Rule))
+    }
+  }
+
+  // ---- where it must not fire ----
+
+  test("not for DISTINCT aggregates whose inputs filter differently") {
+    val df = spark.sql(two("SELECT k, count(DISTINCT v) AS dv FROM s WHERE x < 3 GROUP BY k",
+      "SELECT k, count(*) AS n FROM s WHERE x > 25 GROUP BY k"))
+    assertSkipped(Rule, df, "DISTINCT aggregates")
+    checkSameAnswer(df)
+    fires(two("SELECT k, count(DISTINCT v) AS dv FROM s GROUP BY k",
+      "SELECT k, count(*) AS n FROM s GROUP BY k"))
+  }
+
+  test("not for different keys, a join on part of the keys, or a full outer join") {
+    assertSkipped(Rule, spark.sql(two("SELECT k, sum(v) AS sv FROM s GROUP BY k",
+      "SELECT k2 AS k, count(*) AS n FROM s GROUP BY k2")), "different keys")
+    val partial = spark.sql(two("SELECT k, k2, sum(v) AS sv FROM s GROUP BY k, k2",
+      "SELECT k, k2, count(*) AS n FROM s GROUP BY k, k2"))
+    assertSkipped(Rule, partial, "does not equate every group key")
+    checkSameAnswer(partial)
+    val full = spark.sql(two("SELECT k, sum(v) AS sv FROM s GROUP BY k",
+      "SELECT k, count(*) AS n FROM s WHERE x > 3 GROUP BY k", "FULL JOIN"))
+    assert(decisionsOf(full).forall(d => d.rule != Rule || !d.fired))
+    checkSameAnswer(full)
+  }
+
+  test("not for non-deterministic inputs, limits, grouping sets or another table") {
+    assertSkipped(Rule, spark.sql(two(
+      "SELECT k, sum(r) AS sv FROM (SELECT k, v + rand(3) AS r FROM s) GROUP BY k",
+      "SELECT k, count(*) AS n FROM s GROUP BY k")), "non-deterministic")
+    assertSkipped(Rule, spark.sql(two(
+      "SELECT k, sum(v) AS sv FROM (SELECT * FROM s ORDER BY v LIMIT 10) GROUP BY k",
+      "SELECT k, count(*) AS n FROM s GROUP BY k")), "limit")
+    assertSkipped(Rule, spark.sql(two(
+      "SELECT k, k2, sum(v) AS sv FROM s GROUP BY ROLLUP(k, k2)",
+      "SELECT k, k2, count(*) AS n FROM s GROUP BY k, k2", on = "a.k = b.k AND a.k2 = b.k2")),
+      "grouping sets")
+    table("s_copy", spark.table("s"))
+    assertSkipped(Rule, spark.sql(two("SELECT k, sum(v) AS sv FROM s GROUP BY k",
+      "SELECT k, count(*) AS n FROM s_copy GROUP BY k")), "read different rows")
+  }
+}
