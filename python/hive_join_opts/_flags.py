@@ -23,6 +23,12 @@ FLAGS: dict[str, str] = {
     PREFIX + "skewJoin.enabled": "boolean",
     # map-join pruning
     PREFIX + "mapJoinPruning.enabled": "boolean",
+    PREFIX + "mapJoinPruning.joinKeyValuePushdown.enabled": "boolean",
+    PREFIX + "mapJoinPruning.smallSide.maxBytes": "bytes",
+    PREFIX + "mapJoinPruning.smallSide.maxRows": "int",
+    PREFIX + "mapJoinPruning.bigSide.minBytes": "bytes",
+    PREFIX + "mapJoinPruning.maxInValues": "int",
+    PREFIX + "mapJoinPruning.evaluation.timeoutMs": "long",
     # correlation
     PREFIX + "correlation.enabled": "boolean",
 }

@@ -6,6 +6,8 @@ import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 
+import hivejoinopts.mapjoinpruning.JoinKeyValuePushdown
+
 /**
  * The value of `spark.sql.extensions`: `hivejoinopts.HiveJoinOptsExtension`.
  *
@@ -25,6 +27,9 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     // ---- skew join ----
 
     // ---- map-join pruning ----
+    // Pre-CBO runs once, after the operator optimizations and right before the batch that prunes
+    // partitions and pushes filters into scans: the value sets added here are used by both.
+    ext.injectPreCBORule(JoinKeyValuePushdown(_))
 
     // ---- correlation ----
   }
@@ -41,6 +46,9 @@ object HiveJoinOptsExtension {
   def liveOptimizerRules(session: SparkSession): Seq[Rule[LogicalPlan]] = Seq(
     // ---- skew join ----
     // ---- map-join pruning ----
+    // Late in a live session, after Spark's partition pruning batch: the scan strategies still
+    // prune partitions and push filters with what it adds.
+    JoinKeyValuePushdown(session),
     // ---- correlation ----
   )
 

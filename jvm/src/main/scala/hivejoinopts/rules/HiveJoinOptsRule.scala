@@ -18,6 +18,8 @@ import hivejoinopts.log.{Decision, DecisionLog, Outcome}
  * The base of every rule of hive-join-opts. It
  *  - returns the plan untouched unless the master switch, the family switch and the rule's own
  *    flag are on, read at apply time so `SET` works per session;
+ *  - returns the plan untouched while a rule plans and runs part of a query as a query of its own
+ *    ([[HiveJoinOptsRule.asInnerQuery]]), so that no rule rewrites or logs that inner query;
  *  - catches any non-fatal failure of the rule, logs it with the rule's name, records it in the
  *    decision log and returns the original plan (rethrows when `strict` is on); bad user input
  *    reported as [[HiveJoinOptsAnalysisException]] always fails the query;
@@ -39,7 +41,7 @@ abstract class HiveJoinOptsRule[T <: TreeNode[T]] extends Rule[T] with Logging {
   def name: String = getClass.getSimpleName.stripSuffix("$")
 
   final override def apply(plan: T): T = {
-    if (!HiveJoinOptsConf.enabled(conf)) return plan
+    if (!HiveJoinOptsConf.enabled(conf) || HiveJoinOptsRule.insideInnerQuery(session)) return plan
     DecisionLog.enter(session)
     if (!HiveJoinOptsConf.ruleEnabled(conf, family, flag)) return plan
     try rewrite(plan) catch {
@@ -63,6 +65,27 @@ abstract class HiveJoinOptsRule[T <: TreeNode[T]] extends Rule[T] with Logging {
       candidate: String, outcome: Outcome, reason: String, numbers: Seq[(String, Any)]): Unit =
     DecisionLog.record(session,
       Decision(name, candidate, outcome, reason, numbers.map { case (k, v) => k -> String.valueOf(v) }))
+}
+
+object HiveJoinOptsRule {
+
+  /**
+   * Set as a Spark local property while a rule plans and runs a query of its own (such as the
+   * small side of a join evaluated while planning). Spark copies local properties to the threads
+   * that run subqueries and broadcasts, so the whole inner query sees it.
+   */
+  val InnerQueryProperty = "spark.hiveJoinOpts.innerQuery"
+
+  def insideInnerQuery(session: SparkSession): Boolean =
+    session.sparkContext.getLocalProperty(InnerQueryProperty) != null
+
+  /** Runs `body`, which plans and runs an inner query, with every rule of the project off. */
+  def asInnerQuery[A](session: SparkSession)(body: => A): A = {
+    val sc = session.sparkContext
+    val previous = sc.getLocalProperty(InnerQueryProperty)
+    sc.setLocalProperty(InnerQueryProperty, "true")
+    try body finally sc.setLocalProperty(InnerQueryProperty, previous)
+  }
 }
 
 /** A logical rule: analyzer, optimizer or AQE runtime-optimizer. */

@@ -1,0 +1,123 @@
+package hivejoinopts.mapjoinpruning
+
+import java.util.UUID
+import java.util.concurrent.{Executors, ScheduledExecutorService, ThreadFactory, TimeUnit}
+
+import scala.util.control.NonFatal
+
+import org.apache.spark.SparkThrowable
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.{AnalysisException, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Literal, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.plans.logical.{Limit, LogicalPlan}
+import org.apache.spark.sql.execution.{CommandExecutionMode, SQLExecution}
+
+import hivejoinopts.compat.SparkShims
+import hivejoinopts.rules.HiveJoinOptsRule
+
+/** The rows of a small join side, evaluated while the query is planned. */
+private[mapjoinpruning] final case class SmallSideRows(
+    rows: IndexedSeq[InternalRow],
+    bytes: Long,
+    millis: Long)
+
+/**
+ * Evaluates a small join side while the query is planned, as Hive's local task materializes the
+ * small tables of a map join before the big table is streamed. The evaluation is a query of its
+ * own, bounded three ways: it returns at most `maxRows + 1` rows (a LIMIT), its rows must fit in
+ * `maxBytes`, and its Spark jobs are cancelled at `deadline`. It runs with every rule of
+ * hive-join-opts off ([[HiveJoinOptsRule.asInnerQuery]]), so it is not rewritten again and
+ * leaves nothing in the decision log; in Spark's UI it is a SQL execution of its own, nested
+ * under the query being planned.
+ */
+private[mapjoinpruning] object SmallSideEvaluation extends Logging {
+
+  private lazy val canceller: ScheduledExecutorService =
+    Executors.newSingleThreadScheduledExecutor(new ThreadFactory {
+      override def newThread(r: Runnable): Thread = {
+        val t = new Thread(r, "hive-join-opts-small-side-canceller")
+        t.setDaemon(true)
+        t
+      }
+    })
+
+  /** The side's rows, or why they are not used. `plan` is an optimized logical plan. */
+  def evaluate(
+      session: SparkSession,
+      plan: LogicalPlan,
+      maxRows: Int,
+      maxBytes: Long,
+      deadlineNanos: Long,
+      description: String): Either[String, SmallSideRows] = {
+    val started = System.nanoTime()
+    val remainingMs = (deadlineNanos - started) / 1000000L
+    if (remainingMs <= 0) return Left("the query's evaluation time budget is used up")
+    collect(session, plan, maxRows, remainingMs, description).flatMap { rows =>
+      val millis = (System.nanoTime() - started) / 1000000L
+      val bytes = rows.iterator.map(_.asInstanceOf[UnsafeRow].getSizeInBytes.toLong).sum
+      if (rows.length > maxRows) {
+        Left(s"the small side has more than $maxRows rows (maxRows)")
+      } else if (bytes > maxBytes) {
+        Left(s"the small side's ${rows.length} rows take $bytes bytes, over $maxBytes (maxBytes)")
+      } else {
+        Right(SmallSideRows(rows, bytes, millis))
+      }
+    }
+  }
+
+  private def collect(
+      session: SparkSession,
+      plan: LogicalPlan,
+      maxRows: Int,
+      timeoutMs: Long,
+      description: String): Either[String, IndexedSeq[InternalRow]] = {
+    val classic = SparkShims.classicSession(session)
+    val sc = session.sparkContext
+    val tag = s"hive-join-opts-small-side-${UUID.randomUUID()}"
+    // The plan's nodes are shared with the query being planned: the inner query gets a copy.
+    val limited = Limit(Literal(maxRows + 1), plan.clone())
+    HiveJoinOptsRule.asInnerQuery(session) {
+      sc.addJobTag(tag)
+      // Cancels the jobs that run past the deadline, repeatedly, in case a job starts late.
+      val cancelling = canceller.scheduleWithFixedDelay(
+        () => sc.cancelJobsWithTag(tag, s"hive-join-opts: $description took over $timeoutMs ms"),
+        timeoutMs, 100, TimeUnit.MILLISECONDS)
+      val started = System.nanoTime()
+      try {
+        val qe = classic.sessionState.executePlan(limited, CommandExecutionMode.SKIP)
+        val rows = SQLExecution.withNewExecutionId(qe, Some(s"hive-join-opts: $description")) {
+          qe.executedPlan.executeCollect()
+        }
+        val toUnsafe = UnsafeProjection.create(plan.output.map(_.dataType).toArray)
+        Right(rows.iterator.map {
+          case u: UnsafeRow => u.copy()
+          case r => toUnsafe(r).copy()
+        }.toIndexedSeq)
+      } catch {
+        case NonFatal(e) if (System.nanoTime() - started) / 1000000L >= timeoutMs =>
+          Left(s"evaluating the small side took over $timeoutMs ms (evaluation.timeoutMs)")
+        case NonFatal(e) if isRuntimeFailure(e) =>
+          // The query itself would fail the same way when it runs; it keeps its plan.
+          logInfo(s"hive-join-opts: evaluating $description failed", e)
+          Left(s"evaluating the small side failed: ${e.getClass.getSimpleName}: " +
+            Option(e.getMessage).map(_.linesIterator.next()).getOrElse(""))
+      } finally {
+        cancelling.cancel(false)
+        sc.removeJobTag(tag)
+      }
+    }
+  }
+
+  /**
+   * Failures of the data or the cluster (errors with an error class, failed jobs), not bugs: an
+   * analysis error of the inner query would be the rule's own and is rethrown.
+   */
+  private def isRuntimeFailure(e: Throwable): Boolean = {
+    val causes = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).toList
+    !causes.exists(_.isInstanceOf[AnalysisException]) && causes.exists {
+      case _: SparkThrowable | _: ArithmeticException => true
+      case _ => false
+    }
+  }
+}
