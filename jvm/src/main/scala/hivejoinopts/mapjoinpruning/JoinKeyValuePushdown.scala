@@ -5,11 +5,11 @@ import scala.util.Try
 import scala.util.control.NonFatal
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{And, BindReferences, EqualTo, Expression}
+import org.apache.spark.sql.catalyst.expressions.{And, BindReferences, EqualTo, Expression, InSubquery}
 import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
-import org.apache.spark.sql.catalyst.trees.TreePattern.{JOIN, OUTER_REFERENCE}
+import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN, OUTER_REFERENCE}
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
@@ -85,9 +85,9 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
     case _ => new Pass().run(plan)
   }
 
-  /** One side of a join as the big side to prune, with the other as the small side. */
+  /** The side to prune (`big`) with the side whose values prune it (`small`). */
   private case class Orientation(
-      bigIsLeft: Boolean,
+      sideName: String,
       big: LogicalPlan,
       small: LogicalPlan,
       keys: Seq[TracedKey],
@@ -105,51 +105,94 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
     private val maxRows = HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS(conf)
     private val minBigBytes = HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES(conf)
     private val maxInValues = HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_IN_VALUES(conf)
-    private val deadline = System.nanoTime() +
-      HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS(conf) * 1000000L
+    private val timeoutMs = HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS(conf)
+    private val deadline = System.nanoTime() + timeoutMs * 1000000L
     private val evaluated = mutable.HashMap.empty[LogicalPlan, Either[String, SmallSideRows]]
 
     def run(plan: LogicalPlan): LogicalPlan =
-      plan.transformUpWithPruning(_.containsPattern(JOIN)) {
-        case j: Join => consider(j)
+      plan.transformUpWithPruning(_.containsAnyPattern(JOIN, IN_SUBQUERY)) {
+        case j: Join => considerJoin(j)
+        case f @ Filter(condition, _) if condition.containsPattern(IN_SUBQUERY) =>
+          considerInSubqueries(f)
       }
 
-    private def consider(j: Join): LogicalPlan = {
-      if (j.children.exists(_.getTagValue(JoinKeyValuePushdown.EvaluatedSide).isDefined)) {
-        // Pruned by an earlier run over this plan: running again changes nothing.
+    private def considerJoin(j: Join): LogicalPlan = {
+      if (j.getTagValue(JoinKeyValuePushdown.Evaluated).isDefined ||
+          j.children.exists(_.getTagValue(JoinKeyValuePushdown.EvaluatedSide).isDefined)) {
+        // Decided by an earlier run over this plan, after evaluating its small side: running
+        // again would only evaluate it again.
         return j
       }
       val candidate = Candidates.join(j)
       val keys = equalityKeys(j)
       val bigSides = prunableSides(j.joinType)
-      if (keys.isEmpty) {
-        skipped(candidate, "no `=` between the two sides to take values from")
-        j
-      } else if (bigSides.isEmpty) {
+      if (bigSides.isEmpty) {
         skipped(candidate, s"a ${j.joinType.sql} join keeps rows without a match on every side " +
           "it could prune")
         j
+      } else if (keys.isEmpty) {
+        skipped(candidate, "no `=` between the two sides to take values from")
+        j
       } else {
-        val options = bigSides.map(bigIsLeft => orientation(j, bigIsLeft, keys))
+        val options = bigSides.map { bigIsLeft =>
+          if (bigIsLeft) orientation("left", j.left, j.right, keys)
+          else orientation("right", j.right, j.left, keys.map(_.swap))
+        }
         options.collect { case Right(o) => o }.sortBy(_.smallBytes).headOption match {
-          case Some(o) => prune(j, candidate, o)
+          case Some(o) =>
+            prune(j, candidate, o) match {
+              case Some((big, small)) =>
+                if (o.big eq j.left) j.copy(left = big, right = small)
+                else j.copy(left = small, right = big)
+              case None => j
+            }
           case None =>
-            val reasons = options.collect { case Left(why) => why }.distinct
-            skipped(candidate, reasons.mkString("; "))
+            skipped(candidate, options.collect { case Left(why) => why }.distinct.mkString("; "))
             j
         }
       }
     }
 
-    /** Checks the big and small sides before anything runs. */
+    /**
+     * `WHERE k IN (SELECT ...)` becomes a left semi join only after this rule's batch: its
+     * uncorrelated IN subqueries (top-level conjuncts) prune the filter's child the same way.
+     */
+    private def considerInSubqueries(f: Filter): LogicalPlan = {
+      val conjuncts = splitConjunctivePredicates(f.condition)
+      var child = f.child
+      val rewritten = conjuncts.map {
+        case in @ InSubquery(values, query) if query.outerAttrs.isEmpty &&
+            query.joinCond.isEmpty && query.getTagValue(JoinKeyValuePushdown.Evaluated).isEmpty &&
+            query.plan.getTagValue(JoinKeyValuePushdown.EvaluatedSide).isEmpty =>
+          val candidate = s"IN subquery ${Candidates.tables(child)} x " +
+            s"${Candidates.tables(query.plan)} on ${Candidates.abbreviate(in.sql)}"
+          val keys = values.zip(query.plan.output.take(values.size))
+          orientation("filtered", child, query.plan, keys) match {
+            case Left(why) =>
+              skipped(candidate, why)
+              in
+            case Right(o) =>
+              prune(f, candidate, o) match {
+                case Some((big, small)) =>
+                  child = big
+                  in.copy(query = query.withNewPlan(small))
+                case None =>
+                  query.setTagValue(JoinKeyValuePushdown.Evaluated, ())
+                  in
+              }
+          }
+        case other => other
+      }
+      if (child eq f.child) f else Filter(rewritten.reduce(And), child)
+    }
+
+    /** Checks the side to prune and the side with the values before anything runs. */
     private def orientation(
-        j: Join,
-        bigIsLeft: Boolean,
+        sideName: String,
+        big: LogicalPlan,
+        small: LogicalPlan,
         keys: Seq[(Expression, Expression)]): Either[String, Orientation] = {
-      val (big, small) = if (bigIsLeft) (j.left, j.right) else (j.right, j.left)
-      val sideName = if (bigIsLeft) "left" else "right"
-      val traced = keys.map { case (l, r) =>
-        val (bigKey, smallKey) = if (bigIsLeft) (l, r) else (r, l)
+      val traced = keys.map { case (bigKey, smallKey) =>
         val walk = if (ValueSetPushdown.supportedType(bigKey.dataType)) {
           ValueSetPushdown.walk(big, bigKey, _ => None)
         } else {
@@ -162,10 +205,11 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
       lazy val smallStats = Try(small.stats).toOption
       lazy val bigBytes = usable.flatMap(_.targets).map(_.scan).distinct
         .map(s => Try(s.stats.sizeInBytes).getOrElse(BigInt(0))).sum
+      lazy val unsuitable = unsuitableSmallSide(small)
       if (usable.isEmpty) {
         Left(s"$sideName side: " + traced.flatMap(_._2).distinct.mkString(", "))
-      } else if (unsuitableSmallSide(small).isDefined) {
-        Left(s"$sideName side: the other side ${unsuitableSmallSide(small).get}")
+      } else if (unsuitable.isDefined) {
+        Left(s"$sideName side: the other side ${unsuitable.get}")
       } else if (smallStats.isEmpty || smallStats.get.sizeInBytes > maxBytes) {
         Left(s"$sideName side: the other side is estimated at " +
           s"${smallStats.map(_.sizeInBytes.toString).getOrElse("unknown")} bytes, over " +
@@ -180,7 +224,7 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
         Left(s"$sideName side: the scans to prune ($bigBytes bytes) are not bigger than the " +
           s"other side (${smallStats.get.sizeInBytes} bytes)")
       } else {
-        Right(Orientation(bigIsLeft, big, small, usable, smallStats.get.sizeInBytes, bigBytes))
+        Right(Orientation(sideName, big, small, usable, smallStats.get.sizeInBytes, bigBytes))
       }
     }
 
@@ -199,22 +243,29 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
       }
     }
 
-    private def prune(j: Join, candidate: String, o: Orientation): LogicalPlan = {
+    /**
+     * Evaluates the small side and pushes its values into the big side: the new big side and the
+     * small side's rows as a LocalRelation, or None (with the reason logged) when the evaluation
+     * gave nothing to use. `node` is tagged then, so that a later run does not evaluate again.
+     */
+    private def prune(
+        node: LogicalPlan,
+        candidate: String,
+        o: Orientation): Option[(LogicalPlan, LogicalPlan)] = {
       val reused = evaluated.contains(o.small.canonicalized)
       val result = evaluated.getOrElseUpdate(o.small.canonicalized,
-        SmallSideEvaluation.evaluate(session, o.small, maxRows, maxBytes, deadline,
+        SmallSideEvaluation.evaluate(session, o.small, maxRows, maxBytes, deadline, timeoutMs,
           s"small side of $candidate"))
-      result match {
-        case Left(why) =>
-          skipped(candidate, why, "estimatedSmallSideBytes" -> o.smallBytes)
-          j
-        case Right(side) =>
-          keyValues(o, side) match {
-            case Left(why) =>
-              skipped(candidate, why, "smallSideRows" -> side.rows.size)
-              j
-            case Right(values) => applyValues(j, candidate, o, side, values, reused)
-          }
+      val pushed = for {
+        side <- result.left.map(_ -> Seq("estimatedSmallSideBytes" -> o.smallBytes))
+        values <- keyValues(o, side).left.map(_ -> Seq("smallSideRows" -> side.rows.size))
+      } yield applyValues(candidate, o, side, values, reused)
+      pushed match {
+        case Left((why, numbers)) =>
+          skipped(candidate, why, numbers: _*)
+          node.setTagValue(JoinKeyValuePushdown.Evaluated, ())
+          None
+        case Right(sides) => Some(sides)
       }
     }
 
@@ -231,12 +282,11 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
       }
 
     private def applyValues(
-        j: Join,
         candidate: String,
         o: Orientation,
         side: SmallSideRows,
         values: Seq[Seq[Any]],
-        reused: Boolean): LogicalPlan = {
+        reused: Boolean): (LogicalPlan, LogicalPlan) = {
       val local = LocalRelation(o.small.output, side.rows)
       local.setTagValue(JoinKeyValuePushdown.EvaluatedSide, ())
       val newBig = if (side.rows.isEmpty) o.big else {
@@ -265,7 +315,7 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
           s"${targets.map(_.describe).distinct.mkString(", ")}; its rows replace it in the plan"
       }
       fired(candidate, reason, numbers: _*)
-      if (o.bigIsLeft) j.copy(left = newBig, right = local) else j.copy(left = local, right = newBig)
+      (newBig, local)
     }
   }
 
@@ -303,4 +353,7 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
 object JoinKeyValuePushdown {
   /** Marks the LocalRelation that holds a small side's evaluated rows. */
   val EvaluatedSide: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.evaluatedSmallSide")
+
+  /** Marks a join or IN subquery whose small side was evaluated but not used. */
+  val Evaluated: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.evaluatedJoin")
 }

@@ -49,11 +49,15 @@ private[mapjoinpruning] object SmallSideEvaluation extends Logging {
       maxRows: Int,
       maxBytes: Long,
       deadlineNanos: Long,
+      budgetMs: Long,
       description: String): Either[String, SmallSideRows] = {
     val started = System.nanoTime()
     val remainingMs = (deadlineNanos - started) / 1000000L
-    if (remainingMs <= 0) return Left("the query's evaluation time budget is used up")
-    collect(session, plan, maxRows, remainingMs, description).flatMap { rows =>
+    if (remainingMs <= 0) {
+      return Left(s"the query's $budgetMs ms for evaluating small sides are used up " +
+        "(evaluation.timeoutMs)")
+    }
+    collect(session, plan, maxRows, remainingMs, budgetMs, description).flatMap { rows =>
       val millis = (System.nanoTime() - started) / 1000000L
       val bytes = rows.iterator.map(_.asInstanceOf[UnsafeRow].getSizeInBytes.toLong).sum
       if (rows.length > maxRows) {
@@ -71,6 +75,7 @@ private[mapjoinpruning] object SmallSideEvaluation extends Logging {
       plan: LogicalPlan,
       maxRows: Int,
       timeoutMs: Long,
+      budgetMs: Long,
       description: String): Either[String, IndexedSeq[InternalRow]] = {
     val classic = SparkShims.classicSession(session)
     val sc = session.sparkContext
@@ -81,7 +86,7 @@ private[mapjoinpruning] object SmallSideEvaluation extends Logging {
       sc.addJobTag(tag)
       // Cancels the jobs that run past the deadline, repeatedly, in case a job starts late.
       val cancelling = canceller.scheduleWithFixedDelay(
-        () => sc.cancelJobsWithTag(tag, s"hive-join-opts: $description took over $timeoutMs ms"),
+        () => sc.cancelJobsWithTag(tag, s"hive-join-opts: $description ran out of time"),
         timeoutMs, 100, TimeUnit.MILLISECONDS)
       val started = System.nanoTime()
       try {
@@ -96,7 +101,8 @@ private[mapjoinpruning] object SmallSideEvaluation extends Logging {
         }.toIndexedSeq)
       } catch {
         case NonFatal(e) if (System.nanoTime() - started) / 1000000L >= timeoutMs =>
-          Left(s"evaluating the small side took over $timeoutMs ms (evaluation.timeoutMs)")
+          Left(s"evaluating the small side went past the query's $budgetMs ms for small sides " +
+            "(evaluation.timeoutMs)")
         case NonFatal(e) if isRuntimeFailure(e) =>
           // The query itself would fail the same way when it runs; it keeps its plan.
           logInfo(s"hive-join-opts: evaluating $description failed", e)

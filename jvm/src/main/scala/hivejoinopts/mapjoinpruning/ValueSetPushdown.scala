@@ -224,16 +224,17 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
    */
   def predicate(target: Target, keyValues: Seq[Any], maxInValues: Int): Expression = {
     val column = target.column
-    val values = Narrowing.toColumn(keyValues, target.keyType, column.dataType)
+    val ordering = TypeUtils.getInterpretedOrdering(column.dataType)
+    // Sorted, so that the same values always give the same plan.
+    val values = Narrowing.toColumn(keyValues, target.keyType, column.dataType).sorted(ordering)
     if (values.isEmpty) {
       Literal.FalseLiteral
     } else target.use match {
       case ScanUse.PartitionPruning => in(column, values)
       case _: ScanUse.PushedFilter =>
-        val ordering = TypeUtils.getInterpretedOrdering(column.dataType)
         val range = And(
-          GreaterThanOrEqual(column, Literal(values.min(ordering), column.dataType)),
-          LessThanOrEqual(column, Literal(values.max(ordering), column.dataType)))
+          GreaterThanOrEqual(column, Literal(values.head, column.dataType)),
+          LessThanOrEqual(column, Literal(values.last, column.dataType)))
         if (values.size <= maxInValues) And(range, in(column, values)) else range
     }
   }
