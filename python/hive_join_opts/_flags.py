@@ -27,6 +27,8 @@ FLAGS: dict[str, str] = {
     PREFIX + "mapJoinPruning.smallSide.maxBytes": "bytes",
     PREFIX + "mapJoinPruning.smallSide.maxRows": "int",
     PREFIX + "mapJoinPruning.bigSide.minBytes": "bytes",
+    PREFIX + "mapJoinPruning.bigSide.sampleFiles": "int",
+    PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap": "double",
     PREFIX + "mapJoinPruning.maxInValues": "int",
     PREFIX + "mapJoinPruning.evaluation.timeoutMs": "long",
     # correlation

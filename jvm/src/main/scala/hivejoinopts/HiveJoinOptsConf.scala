@@ -93,6 +93,20 @@ object HiveJoinOptsConf {
       "(Spark's estimate) for the rule to evaluate the small side.",
     V010, default = "32m", _ >= 0, "Must be a size, 0 or more."))
 
+  val MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES: Flag[Int] = flag(Flag.int(
+    PREFIX + "mapJoinPruning.bigSide.sampleFiles",
+    "Before pushing values into a non-partition column of a Parquet table, the footers of up " +
+      "to this many of its files are read to see whether its row groups are ordered by the " +
+      "column (see maxRowGroupOverlap). 0 pushes without looking.",
+    V010, default = 16, _ >= 0, "Must be a number of files, 0 or more."))
+
+  val MAP_JOIN_PRUNING_MAX_ROW_GROUP_OVERLAP: Flag[Double] = flag(Flag.double(
+    PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap",
+    "A Parquet column gets no pushed values when its sampled row groups each overlap more " +
+      "than this share of the others on the column (median): in no order, no row group can " +
+      "be skipped and the pushed filter only costs time. 1 always pushes.",
+    V010, default = 0.5, v => v >= 0 && v <= 1, "Must be a share between 0 and 1."))
+
   val MAP_JOIN_PRUNING_MAX_IN_VALUES: Flag[Int] = flag(Flag.int(
     PREFIX + "mapJoinPruning.maxInValues",
     "Up to this many distinct values, a non-partition column gets `key IN (values)` as well " +

@@ -10,6 +10,7 @@ import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN, OUTER_REFERENCE}
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
@@ -69,6 +70,9 @@ import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
  *  - the scan is not a Parquet/ORC file source (other formats: partition columns only), or is
  *    a Hive SerDe table and the column is not a partition column; the key is a floating-point
  *    or non-binary-collated string;
+ *  - the column is a Parquet data column whose sampled row groups are in no order on it
+ *    (`bigSide.sampleFiles`, `bigSide.maxRowGroupOverlap`, [[RowGroupOverlap]]): no row group
+ *    could be skipped, and the pushed filter would only cost the reader time;
  *  - the small side is non-deterministic, streaming, correlated to an outer query or a CTE
  *    reference, is estimated over `smallSide.maxBytes` or turns out over its bounds, fails, or
  *    takes longer than the time left; the pruned scans are estimated under `bigSide.minBytes`.
@@ -92,7 +96,8 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
       small: LogicalPlan,
       keys: Seq[TracedKey],
       smallBytes: BigInt,
-      bigBytes: BigInt)
+      bigBytes: BigInt,
+      notPushed: Seq[String])
 
   /** A join key on the big side and the small side, with the scans it reaches. */
   private case class TracedKey(bigKey: Expression, smallKey: Expression, targets: Seq[Target]) {
@@ -108,6 +113,9 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
     private val timeoutMs = HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS(conf)
     private val deadline = System.nanoTime() + timeoutMs * 1000000L
     private val evaluated = mutable.HashMap.empty[LogicalPlan, Either[String, SmallSideRows]]
+    private val sampleFiles = HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES(conf)
+    private val maxOverlap = HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_ROW_GROUP_OVERLAP(conf)
+    private val overlaps = mutable.HashMap.empty[(LogicalPlan, String), Option[String]]
 
     def run(plan: LogicalPlan): LogicalPlan =
       plan.transformUpWithPruning(_.containsAnyPattern(JOIN, IN_SUBQUERY)) {
@@ -199,7 +207,9 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
           Walk(big, Nil, Seq(s"the key ${bigKey.sql} has type ${bigKey.dataType.sql}, " +
             "which the rule does not push"))
         }
-        (TracedKey(bigKey, smallKey, walk.targets), walk.blocked)
+        val (unordered, targets) = walk.targets.map(t => t -> unorderedParquet(t))
+          .partition(_._2.isDefined)
+        (TracedKey(bigKey, smallKey, targets.map(_._1)), walk.blocked ++ unordered.flatMap(_._2))
       }
       val usable = traced.map(_._1).filter(_.targets.nonEmpty)
       lazy val smallStats = Try(small.stats).toOption
@@ -224,8 +234,26 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
         Left(s"$sideName side: the scans to prune ($bigBytes bytes) are not bigger than the " +
           s"other side (${smallStats.get.sizeInBytes} bytes)")
       } else {
-        Right(Orientation(sideName, big, small, usable, smallStats.get.sizeInBytes, bigBytes))
+        Right(Orientation(sideName, big, small, usable, smallStats.get.sizeInBytes, bigBytes,
+          traced.flatMap(_._2).distinct))
       }
+    }
+
+    /**
+     * Why a Parquet data column should not get pushed values, if its sampled row groups overlap
+     * too much for any to be skipped ([[RowGroupOverlap]]).
+     */
+    private def unorderedParquet(t: Target): Option[String] = (t.use, t.scan) match {
+      case (ScanUse.PushedFilter("Parquet"), l @ LogicalRelation(fs: HadoopFsRelation, _, _, _, _))
+          if sampleFiles > 0 && maxOverlap < 1 =>
+        overlaps.getOrElseUpdate((l, t.column.name.toLowerCase),
+          RowGroupOverlap.of(session, fs, t.column.name, sampleFiles, deadline).collect {
+            case o if o.share > maxOverlap =>
+              f"${t.table}.${t.column.name} is in no order: its row groups each overlap " +
+                f"${o.share * 100}%.0f%% of the others (${o.rowGroups} row groups of ${o.files} " +
+                "files sampled; bigSide.maxRowGroupOverlap)"
+          })
+      case _ => None
     }
 
     /** Why `small` cannot be evaluated on its own while planning, if it cannot. */
@@ -307,6 +335,7 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
         "evaluationMs" -> (if (reused) "0 (evaluated for an earlier join)" else side.millis)) ++
         perKey ++
         Seq("prunedScans" -> targets.map(_.describe).distinct.mkString(", ")) ++
+        (if (o.notPushed.nonEmpty) Seq("notPushed" -> o.notPushed.mkString("; ")) else Nil) ++
         (if (dpp) Seq("dynamicPartitionPruning" -> "not needed on this join") else Nil)
       val reason = if (side.rows.isEmpty) {
         "the small side is empty; its empty LocalRelation lets Spark drop the join"

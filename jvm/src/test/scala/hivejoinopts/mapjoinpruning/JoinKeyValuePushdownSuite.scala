@@ -102,6 +102,28 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
     }
   }
 
+  test("Parquet data in no order: no row group to skip, so no value is pushed") {
+    withTempDir { dir =>
+      // Every row group holds every key.
+      spark.range(0, FactRows, 1, 4).selectExpr("CAST(id * 7919 % 100 AS INT) AS k", "id AS v")
+        .write.option("parquet.block.size", "4096").parquet(s"$dir/fact")
+      spark.range(0, 100).selectExpr("CAST(id AS INT) AS k", "id % 10 AS c", "id * 10 AS w")
+        .write.parquet(s"$dir/dim")
+      withTempView("fact", "dim") {
+        spark.read.parquet(s"$dir/fact").createOrReplaceTempView("fact")
+        spark.read.parquet(s"$dir/dim").createOrReplaceTempView("dim")
+        val Seq(d) = ruleDecisions(sql(starQuery))
+        assert(!d.fired && d.reason.contains("fact.k is in no order"), d)
+        assert(d.reason.contains("overlap 100% of the others"), d)
+        checkSameAnswer(sql(starQuery))
+        withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES.key -> "0") {
+          assert(ruleDecisions(sql(starQuery)).exists(_.fired))
+          checkSameAnswer(sql(starQuery))
+        }
+      }
+    }
+  }
+
   test("ORC: the keys become pushed filters that skip stripes and row groups") {
     withStar(format = "orc") {
       val (off, on) = offAndOn(sql(rangeQuery))
@@ -301,17 +323,25 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
     withStar() {
       val twoKeys = "SELECT count(*), sum(v) FROM fact JOIN (SELECT k, c % 7 AS a FROM dim " +
         "WHERE c = 3) d ON fact.k = d.k AND fact.a = d.a"
-      val (_, on) = offAndOn(sql(twoKeys))
-      val filters = pushed(scanOf(on, "fact"))
-      assert(filters.contains("In(k") && filters.contains("In(a, [3])"), filters)
+      // fact is sorted by k, not by a: a's values would skip nothing.
+      val Seq(d) = ruleDecisions(sql(twoKeys))
+      assert(d.fired && d.numbers.toMap.apply("notPushed").contains("fact.a is in no order"), d)
+      assert(!pushed(scanOf(executedPlan(sql(twoKeys)), "fact")).contains("In(a"))
+      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES.key -> "0") {
+        val (_, on) = offAndOn(sql(twoKeys))
+        val filters = pushed(scanOf(on, "fact"))
+        assert(filters.contains("In(k") && filters.contains("In(a, [3])"), filters)
+      }
 
       val cascading = "SELECT count(*), sum(v) FROM fact " +
         "JOIN (SELECT * FROM dim WHERE c = 3) d ON fact.k = d.k " +
         "JOIN (SELECT id AS a FROM range(7) WHERE id IN (1, 2)) e ON fact.a = e.a"
-      val (_, on2) = offAndOn(sql(cascading))
-      val both = pushed(scanOf(on2, "fact"))
-      assert(both.contains("In(k") && both.contains("In(a, [1,2]"), both)
-      assert(ruleDecisions(sql(cascading)).count(_.fired) == 2)
+      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES.key -> "0") {
+        val (_, on2) = offAndOn(sql(cascading))
+        val both = pushed(scanOf(on2, "fact"))
+        assert(both.contains("In(k") && both.contains("In(a, [1,2]"), both)
+        assert(ruleDecisions(sql(cascading)).count(_.fired) == 2)
+      }
     }
   }
 
