@@ -6,5 +6,6 @@ from . import no_candidates  # noqa: F401
 # skew join
 
 # map-join pruning
+from . import join_key_value_pushdown  # noqa: F401,E402
 
 # correlation
