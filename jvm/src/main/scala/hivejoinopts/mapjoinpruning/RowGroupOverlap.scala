@@ -1,10 +1,14 @@
 package hivejoinopts.mapjoinpruning
 
+import java.util.concurrent.{Callable, ExecutorService, Executors, TimeoutException, TimeUnit}
+
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.parquet.hadoop.ParquetFileReader
+import org.apache.parquet.hadoop.metadata.BlockMetaData
 import org.apache.parquet.hadoop.util.HadoopInputFile
 
 import org.apache.spark.internal.Logging
@@ -23,7 +27,8 @@ import hivejoinopts.compat.SparkShims
  * spans nearly all values (a share near 1): no value set skips anything, and pushing one only
  * costs the reader work (dictionary pages read to test it, page indexes walked, every row
  * tested). The footers are read on the driver, so the sample is bounded by a number of files and
- * by the query's time budget.
+ * by the query's time budget; they are read side by side and kept (the last 512, by path, length
+ * and modification time), so the next query on the same files reads none.
  */
 private[mapjoinpruning] object RowGroupOverlap extends Logging {
 
@@ -32,6 +37,40 @@ private[mapjoinpruning] object RowGroupOverlap extends Logging {
 
   /** Most row groups compared (the comparison is quadratic). */
   private val MaxRowGroups = 2000
+
+  /** Footers kept across queries, by file (path, length, modification time). */
+  private val MaxCachedFooters = 512
+
+  private val footers = new java.util.LinkedHashMap[(String, Long, Long), Seq[BlockMetaData]](
+      64, 0.75f, true) {
+    override def removeEldestEntry(
+        e: java.util.Map.Entry[(String, Long, Long), Seq[BlockMetaData]]): Boolean =
+      size() > MaxCachedFooters
+  }
+
+  /** Reads the sampled footers side by side: each is a small read with its own latency. */
+  private lazy val readers: ExecutorService = Executors.newFixedThreadPool(4, (r: Runnable) => {
+    val t = new Thread(r, "hive-join-opts-footer-reader")
+    t.setDaemon(true)
+    t
+  })
+
+  /** The row groups of `f` from its footer (cached), or None when it cannot be read. */
+  private def blocksOf(f: FileStatus, hadoopConf: Configuration): Option[Seq[BlockMetaData]] = {
+    val key = (f.getPath.toString, f.getLen, f.getModificationTime)
+    Option(footers.synchronized(footers.get(key))).orElse {
+      try {
+        val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(f, hadoopConf))
+        val blocks = try reader.getFooter.getBlocks.asScala.toSeq finally reader.close()
+        footers.synchronized(footers.put(key, blocks))
+        Some(blocks)
+      } catch {
+        case NonFatal(e) =>
+          logDebug(s"hive-join-opts: cannot read the footer of ${f.getPath}", e)
+          None
+      }
+    }
+  }
 
   /** The overlap of `column` in `relation`'s files, or None when the footers do not tell. */
   def of(
@@ -43,22 +82,24 @@ private[mapjoinpruning] object RowGroupOverlap extends Logging {
     val hadoopConf = SparkShims.classicSession(session).sessionState
       .newHadoopConfWithOptions(relation.options)
     val files = sample(relation, maxFiles, hadoopConf)
-    val ranges = files.iterator.takeWhile(_ => System.nanoTime() < deadlineNanos).flatMap { f =>
-      try {
-        val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(f, hadoopConf))
-        try reader.getFooter.getBlocks.asScala.map { block =>
-          block.getColumns.asScala.find(_.getPath.toArray.head.equalsIgnoreCase(column))
-            .map(_.getStatistics)
-            .filter(s => s != null && s.hasNonNullValue)
-            .map(s => (s.genericGetMin, s.genericGetMax,
-              s.comparator().asInstanceOf[java.util.Comparator[Any]]))
-        } finally reader.close()
-      } catch {
-        case NonFatal(e) =>
-          logDebug(s"hive-join-opts: cannot read the footer of ${f.getPath}", e)
-          Nil
+    val pending = files.map(f => readers.submit(new Callable[Option[Seq[BlockMetaData]]] {
+      override def call(): Option[Seq[BlockMetaData]] = blocksOf(f, hadoopConf)
+    }))
+    // Footers not read by the deadline are left out of the sample.
+    val read = pending.flatMap { p =>
+      try p.get(math.max(0L, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS) catch {
+        case _: TimeoutException =>
+          p.cancel(true)
+          None
       }
-    }.take(MaxRowGroups).toIndexedSeq
+    }
+    val ranges = read.iterator.flatMap(_.map { block =>
+      block.getColumns.asScala.find(_.getPath.toArray.head.equalsIgnoreCase(column))
+        .map(_.getStatistics)
+        .filter(s => s != null && s.hasNonNullValue)
+        .map(s => (s.genericGetMin, s.genericGetMax,
+          s.comparator().asInstanceOf[java.util.Comparator[Any]]))
+    }).take(MaxRowGroups).toIndexedSeq
     if (ranges.size < 2 || ranges.exists(_.isEmpty)) {
       // Row groups without statistics cannot be skipped by them either way: no answer.
       None
@@ -77,7 +118,7 @@ private[mapjoinpruning] object RowGroupOverlap extends Logging {
   private def sample(
       relation: HadoopFsRelation,
       maxFiles: Int,
-      hadoopConf: org.apache.hadoop.conf.Configuration): Seq[FileStatus] = {
+      hadoopConf: Configuration): Seq[FileStatus] = {
     val listed = relation.location match {
       case index: PartitioningAwareFileIndex => index.allFiles()
       // A catalog table's partitions are listed only when pruned: walk a few folders instead.
@@ -95,7 +136,7 @@ private[mapjoinpruning] object RowGroupOverlap extends Logging {
   private def walk(
       roots: Seq[Path],
       maxFiles: Int,
-      hadoopConf: org.apache.hadoop.conf.Configuration): Seq[FileStatus] = {
+      hadoopConf: Configuration): Seq[FileStatus] = {
     val found = Seq.newBuilder[FileStatus]
     var count = 0
     var listings = 0
