@@ -48,11 +48,13 @@ def pytest_terminal_summary(terminalreporter):
 
     if not tpc.REPORT:
         return
-    checked = {b: sum(1 for q in tpc.REPORT if q.startswith(b + "-")) for b in ("tpch", "tpcds")}
+    checked = {b: sum(1 for q in tpc.REPORT if q.startswith(b + "-"))
+               for b in ("tpch", "tpcds", "tpcds_by_date")}
     fired = {q: rules for q, rules in tpc.REPORT.items() if rules}
     terminalreporter.write_sep("-", "TPC result equality")
     terminalreporter.write_line(
-        f"queries checked: {checked['tpch']} TPC-H + {checked['tpcds']} TPC-DS at scale factor "
+        f"queries checked: {checked['tpch']} TPC-H + {checked['tpcds']} TPC-DS "
+        f"(+ {checked['tpcds_by_date']} on date-partitioned fact tables) at scale factor "
         f"{tpc.SCALE:g}; a rule fired in {len(fired)} of them")
     by_rule: dict[str, list[str]] = {}
     for query, rules in fired.items():

@@ -53,6 +53,37 @@ def generate(benchmark: str, scale: float = SCALE) -> Path:
     return folder
 
 
+# The TPC-DS fact tables and the date key each is partitioned by in the date-partitioned copy.
+TPCDS_DATE_KEYS = {
+    "store_sales": "ss_sold_date_sk",
+    "store_returns": "sr_returned_date_sk",
+    "catalog_sales": "cs_sold_date_sk",
+    "catalog_returns": "cr_returned_date_sk",
+    "web_sales": "ws_sold_date_sk",
+    "web_returns": "wr_returned_date_sk",
+    "inventory": "inv_date_sk",
+}
+
+
+def partition_by_date(spark, folder: Path) -> Path:
+    """A copy of the TPC-DS data in `folder` whose fact tables are partitioned by their date key
+    (one folder per day, as Hive warehouses lay them out), written once and cached; the other
+    tables link to the same files."""
+    target = folder.with_name(folder.name + "-by-date")
+    if not (target / "_COMPLETE").exists():
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        for table in TPCDS_TABLES:
+            if table in TPCDS_DATE_KEYS:
+                key = TPCDS_DATE_KEYS[table]
+                (spark.read.parquet(str(folder / f"{table}.parquet")).repartition(key)
+                 .write.partitionBy(key).parquet(str(target / f"{table}.parquet")))
+            else:
+                (target / f"{table}.parquet").symlink_to(folder / f"{table}.parquet")
+        (target / "_COMPLETE").write_text("")
+    return target
+
+
 def register(spark, benchmark: str, folder: Path) -> None:
     """Temporary views over the generated files, named as the queries expect."""
     for table in TPCH_TABLES if benchmark == "tpch" else TPCDS_TABLES:

@@ -37,6 +37,14 @@ FLAGS: dict[str, str] = {
     PREFIX + "skewJoin.nullKeys.enabled": "boolean",
     # map-join pruning
     PREFIX + "mapJoinPruning.enabled": "boolean",
+    PREFIX + "mapJoinPruning.joinKeyValuePushdown.enabled": "boolean",
+    PREFIX + "mapJoinPruning.smallSide.maxBytes": "bytes",
+    PREFIX + "mapJoinPruning.smallSide.maxRows": "int",
+    PREFIX + "mapJoinPruning.bigSide.minBytes": "bytes",
+    PREFIX + "mapJoinPruning.bigSide.sampleFiles": "int",
+    PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap": "double",
+    PREFIX + "mapJoinPruning.maxInValues": "int",
+    PREFIX + "mapJoinPruning.evaluation.timeoutMs": "long",
     # correlation
     PREFIX + "correlation.enabled": "boolean",
     PREFIX + "correlation.aggregateJoinToWindow.enabled": "boolean",

@@ -39,6 +39,16 @@ class Dataset:
 
 
 @dataclass(frozen=True)
+class RowGroupSpec:
+    """Asks for row-group numbers of the Parquet scans (Spark has no metric for them), and the
+    ideal for the big table: the row groups whose statistics of `column` hold a key that
+    `keys_sql` returns (for a partition column, the row groups of the matching partitions)."""
+
+    column: str
+    keys_sql: str
+
+
+@dataclass(frozen=True)
 class Scenario:
     """One query measured with Spark's defaults and with the extension."""
 
@@ -62,6 +72,8 @@ class Scenario:
     demo_scale: float = 0.25
     # Picks the join stage from the stages of a run (default: the most uneven heavy stage).
     join_stage: Callable[[list[dict]], dict | None] | None = None
+    # Row groups read and the ideal, for scenarios about scans (optional).
+    row_groups: RowGroupSpec | None = None
 
 
 SCENARIOS: list[Scenario] = []
@@ -127,6 +139,9 @@ class Run:
     sim64_ms: float
     scan_metrics: dict
     plan: str
+    # Per Parquet scan: files, partitions, row groups read and their bytes, the ideal (only
+    # for scenarios with a RowGroupSpec).
+    parquet_scans: list = field(default_factory=list)
 
     @staticmethod
     def from_json(raw: dict, pick_stage) -> "Run":
@@ -143,6 +158,7 @@ class Run:
             sim64_ms=simulated_wall_ms(stages),
             scan_metrics=raw["scanMetrics"],
             plan=raw["plan"],
+            parquet_scans=raw.get("parquetScans", []),
         )
 
 
@@ -192,6 +208,8 @@ class Bench:
             spark._jsparkSession.sparkContext()
         )
         self.runner = jvm.hivejoinopts.bench.BenchRunner
+        self._ideal_keys: dict[str, list[str]] = {}
+        self._applied: set[str] = set()
 
     def _configure(self, scenario: Scenario, mode: str) -> None:
         conf = dict(scenario.common_conf)
@@ -204,11 +222,26 @@ class Bench:
             conf.update(scenario.extension_conf)
         for key in set(scenario.extension_conf) - set(conf):
             self.spark.conf.unset(key)
+        # What an earlier scenario set and this one does not goes back to its default.
+        for key in self._applied - set(conf):
+            self.spark.conf.unset(key)
+        self._applied = set(conf)
         for key, value in conf.items():
             self.spark.conf.set(key, value)
 
     def _run(self, scenario: Scenario) -> Run:
-        raw = json.loads(self.runner.run(self.spark.sql(scenario.sql)._jdf, self.collector))
+        df = self.spark.sql(scenario.sql)._jdf
+        spec = scenario.row_groups
+        if spec is None:
+            raw = json.loads(self.runner.run(df, self.collector))
+        else:
+            if scenario.name not in self._ideal_keys:
+                self._ideal_keys[scenario.name] = [
+                    str(r[0]) for r in self.spark.sql(spec.keys_sql).collect() if r[0] is not None]
+            keys = self.spark._jvm.java.util.ArrayList()
+            for k in self._ideal_keys[scenario.name]:
+                keys.add(k)
+            raw = json.loads(self.runner.runWithRowGroups(df, self.collector, spec.column, keys))
         return Run.from_json(raw, scenario.join_stage or default_join_stage)
 
     def rows(self, scenario: Scenario, mode: str) -> list:
@@ -271,7 +304,42 @@ def markdown(results: list[Result], header: str) -> str:
     lines.append("")
     for r in results:
         lines.append(f"- **{r.scenario.name}**: {r.scenario.title}")
+    lines.extend(row_group_table(results))
     return "\n".join(lines) + "\n"
+
+
+def _ideal_scan(run: Run) -> dict | None:
+    """The Parquet scan the ideal was computed for (the big table's)."""
+    return next((s for s in run.parquet_scans if "idealBytes" in s), None)
+
+
+def row_group_table(results: list[Result]) -> list[str]:
+    """For scenarios with a RowGroupSpec: what the big table's scan read, against the ideal."""
+    rows = [r for r in results if _ideal_scan(r.spark) and _ideal_scan(r.extension)]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "Big table's scan (row groups from the Parquet footers under the scan's pushed filters; "
+        "ideal: the row groups whose statistics hold a matching key):",
+        "",
+        "| scenario | files read Spark / ext | partitions read Spark / ext "
+        "| row groups read Spark / ext | MB of those row groups Spark / ext | ideal row groups "
+        "| ideal MB | ext ÷ ideal | MB read, all scans, Spark / ext |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        s, e = _ideal_scan(r.spark), _ideal_scan(r.extension)
+        ratio = e["rowGroupBytesRead"] / max(s["idealBytes"], 1)
+        lines.append(
+            f"| {r.scenario.name} | {s['files']} / {e['files']} "
+            f"| {s['partitions']} / {e['partitions']} "
+            f"| {s['rowGroupsRead']} / {e['rowGroupsRead']} "
+            f"| {_mb(s['rowGroupBytesRead'])} / {_mb(e['rowGroupBytesRead'])} "
+            f"| {s['idealRowGroups']} | {_mb(s['idealBytes'])} | {ratio:.2f} "
+            f"| {_mb(r.spark.bytes_read)} / {_mb(r.extension.bytes_read)} |"
+        )
+    return lines
 
 
 def chart(results: list[Result], path: Path) -> None:

@@ -7,6 +7,7 @@ from . import no_candidates  # noqa: F401
 from . import skew_join_split  # noqa: F401,E402
 
 # map-join pruning
+from . import join_key_value_pushdown  # noqa: F401,E402
 
 # correlation
 from . import aggregate_join_to_window  # noqa: F401,E402

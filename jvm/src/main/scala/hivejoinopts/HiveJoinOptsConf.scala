@@ -152,6 +152,59 @@ object HiveJoinOptsConf {
       "side's partitions and are pushed into its Parquet/ORC scan.",
     V010, default = true))
 
+  val JOIN_KEY_VALUE_PUSHDOWN: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "mapJoinPruning.joinKeyValuePushdown.enabled",
+    "When true, the join-key values of a small join side are evaluated while the query is " +
+      "planned and applied to the big side's scans: partitions are pruned, and Parquet/ORC " +
+      "scans get the values as pushed filters. Works for broadcast and shuffle joins.",
+    V010, default = true))
+
+  val MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES: Flag[Long] = flag(Flag.bytes(
+    PREFIX + "mapJoinPruning.smallSide.maxBytes",
+    "A join side is evaluated while planning only when Spark estimates it at most this size, " +
+      "and its rows are used only when they take at most this many bytes.",
+    V010, default = "10m", _ > 0, "Must be a positive size."))
+
+  val MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS: Flag[Int] = flag(Flag.int(
+    PREFIX + "mapJoinPruning.smallSide.maxRows",
+    "Most rows collected from a small join side while planning; a side with more rows is " +
+      "left alone.",
+    V010, default = 100000, n => n > 0 && n < Int.MaxValue,
+    "Must be a positive number of rows below 2^31 - 1."))
+
+  val MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES: Flag[Long] = flag(Flag.bytes(
+    PREFIX + "mapJoinPruning.bigSide.minBytes",
+    "The scans a join key reaches on the big side must hold at least this many bytes " +
+      "(Spark's estimate) for the rule to evaluate the small side.",
+    V010, default = "32m", _ >= 0, "Must be a size, 0 or more."))
+
+  val MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES: Flag[Int] = flag(Flag.int(
+    PREFIX + "mapJoinPruning.bigSide.sampleFiles",
+    "Before pushing values into a non-partition column of a Parquet table, the footers of up " +
+      "to this many of its files are read to see whether its row groups are ordered by the " +
+      "column (see maxRowGroupOverlap). 0 pushes without looking.",
+    V010, default = 16, _ >= 0, "Must be a number of files, 0 or more."))
+
+  val MAP_JOIN_PRUNING_MAX_ROW_GROUP_OVERLAP: Flag[Double] = flag(Flag.double(
+    PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap",
+    "A Parquet column gets no pushed values when its sampled row groups each overlap more " +
+      "than this share of the others on the column (median): in no order, no row group can " +
+      "be skipped and the pushed filter only costs time. 1 always pushes.",
+    V010, default = 0.5, v => v >= 0 && v <= 1, "Must be a share between 0 and 1."))
+
+  val MAP_JOIN_PRUNING_MAX_IN_VALUES: Flag[Int] = flag(Flag.int(
+    PREFIX + "mapJoinPruning.maxInValues",
+    "Up to this many distinct values, a non-partition column gets `key IN (values)` as well " +
+      "as `key BETWEEN min AND max`; above it, only the range. Partition columns always get " +
+      "the full set.",
+    V010, default = 1000, _ > 0, "Must be a positive number of values."))
+
+  val MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS: Flag[Long] = flag(Flag.long(
+    PREFIX + "mapJoinPruning.evaluation.timeoutMs",
+    "Time in milliseconds that evaluating the small sides of one query may take while it is " +
+      "planned; a small side still running then is cancelled and its join left alone.",
+    V010, default = 10000L, _ > 0, "Must be a positive number of milliseconds."))
+
   // ---- correlation ----
 
   val CORRELATION_ENABLED: Flag[Boolean] = flag(Flag.boolean(PREFIX + "correlation.enabled",

@@ -7,6 +7,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 
 import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, MergeSameKeyAggregates, PruneRepeatedInSubquery}
+import hivejoinopts.mapjoinpruning.JoinKeyValuePushdown
 
 /**
  * The value of `spark.sql.extensions`: `hivejoinopts.HiveJoinOptsExtension`.
@@ -24,18 +25,6 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     // Declaring the flags registers them, so bad values fail at SET from the first query on.
     HiveJoinOptsConf.register()
 
-    // ---- skew join ----
-    // Hint batch: SKEW(t, c) written without quotes would otherwise be resolved as columns.
-    ext.injectHintResolutionRule(_ => skew.SkewHintNames)
-    // Analysis: Spark drops hints it does not know once relations are resolved, so the SKEW
-    // hint is read in the resolution batch, as soon as the relations it names are resolved.
-    ext.injectResolutionRule(skew.ResolveSkewHint)
-    // Optimizer, once, on the optimized plan (filters pushed, columns pruned) and before join
-    // selection, so that the skewed-key branch is planned as a broadcast join.
-    ext.injectPreCBORule(skew.SkewJoinSplit)
-
-    // ---- map-join pruning ----
-
     // ---- correlation ----
     // After operator optimization, once: subqueries are decorrelated into joins by then, and
     // filters and projections sit where they stay, so that two reads of a table can be compared.
@@ -47,6 +36,23 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     // transitions, the first hook after EnsureRequirements.
     ext.injectQueryStagePrepRule(CoarsenJoinShuffle)
     ext.injectColumnar(CoarsenJoinShuffleColumnar)
+
+    // ---- map-join pruning ----
+    // Pre-CBO runs once, after the operator optimizations and right before the batch that prunes
+    // partitions and pushes filters into scans: the value sets added here are used by both.
+    ext.injectPreCBORule(JoinKeyValuePushdown(_))
+
+    // ---- skew join ----
+    // Hint batch: SKEW(t, c) written without quotes would otherwise be resolved as columns.
+    ext.injectHintResolutionRule(_ => skew.SkewHintNames)
+    // Analysis: Spark drops hints it does not know once relations are resolved, so the SKEW
+    // hint is read in the resolution batch, as soon as the relations it names are resolved.
+    ext.injectResolutionRule(skew.ResolveSkewHint)
+    // Optimizer, once, on the optimized plan (filters pushed, columns pruned) and before join
+    // selection, so that the skewed-key branch is planned as a broadcast join. Last of the
+    // Pre-CBO rules: it copies join inputs, so the rules above see each read once, and it
+    // samples inputs that already carry the pushed join-key values.
+    ext.injectPreCBORule(skew.SkewJoinSplit)
   }
 }
 
@@ -59,13 +65,16 @@ object HiveJoinOptsExtension {
    * `spark.experimental.extraOptimizations`.
    */
   def liveOptimizerRules(session: SparkSession): Seq[Rule[LogicalPlan]] = Seq(
-    // ---- skew join ----
-    skew.SkewJoinSplit(session),
-    // ---- map-join pruning ----
     // ---- correlation ----
     PruneRepeatedInSubquery(session),
     MergeSameKeyAggregates(session),
-    AggregateJoinToWindow(session)
+    AggregateJoinToWindow(session),
+    // ---- map-join pruning ----
+    // Late in a live session, after Spark's partition pruning batch: the scan strategies still
+    // prune partitions and push filters with what it adds.
+    JoinKeyValuePushdown(session),
+    // ---- skew join ----
+    skew.SkewJoinSplit(session)
   )
 
   /** What works only when the extension is set in `spark.sql.extensions` at session start. */

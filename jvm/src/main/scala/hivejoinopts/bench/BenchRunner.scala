@@ -2,10 +2,12 @@ package hivejoinopts.bench
 
 import java.io.StringWriter
 
-import com.fasterxml.jackson.core.JsonFactory
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.core.{JsonFactory, JsonGenerator}
 
 import org.apache.spark.sql.Dataset
-import org.apache.spark.sql.execution.{LeafExecNode, SparkPlan, SQLExecution}
+import org.apache.spark.sql.execution.{FileSourceScanExec, LeafExecNode, SparkPlan, SQLExecution}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanHelper, QueryStageExec}
 import org.apache.spark.sql.execution.exchange.{BroadcastExchangeLike, ReusedExchangeExec, ShuffleExchangeLike}
 
@@ -19,7 +21,29 @@ object BenchRunner extends AdaptiveSparkPlanHelper {
    * planning, the row count, the shuffles, broadcasts and scans of the executed plan (adaptive
    * stages and subqueries included), the summed scan metrics and the tasks of every stage.
    */
-  def run(ds: Dataset[_], collector: StageMetricsCollector): String = {
+  def run(ds: Dataset[_], collector: StageMetricsCollector): String =
+    runAndDescribe(ds, collector, (_, _) => ())
+
+  /**
+   * As [[run]], plus `parquetScans`: for each Parquet scan, the files, partitions and row groups
+   * it read and the bytes of those row groups ([[ParquetRowGroups]]); with `idealColumn`
+   * non-empty, also the ideal for the scan that has that column, given the keys that match.
+   */
+  def runWithRowGroups(
+      ds: Dataset[_],
+      collector: StageMetricsCollector,
+      idealColumn: String,
+      idealKeys: java.util.List[String]): String = {
+    val ideal = Option(idealColumn).filter(_.nonEmpty)
+      .map(ParquetRowGroups.IdealSpec(_, idealKeys.asScala.toSet))
+    runAndDescribe(ds, collector, (gen, plan) => ParquetRowGroups.write(gen,
+      collectWithSubqueries(plan) { case s: FileSourceScanExec => s }, ideal))
+  }
+
+  private def runAndDescribe(
+      ds: Dataset[_],
+      collector: StageMetricsCollector,
+      describe: (JsonGenerator, SparkPlan) => Unit): String = {
     val qe = SparkShims.classicDataset(ds).queryExecution
     collector.awaitIdle(10000)
     collector.reset()
@@ -52,6 +76,7 @@ object BenchRunner extends AdaptiveSparkPlanHelper {
     gen.writeEndObject()
     gen.writeStringField("plan", plan.treeString)
     collector.writeStages(gen)
+    describe(gen, plan)
     gen.writeEndObject()
     gen.close()
     out.toString

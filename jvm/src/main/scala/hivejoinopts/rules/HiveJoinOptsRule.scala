@@ -41,7 +41,7 @@ abstract class HiveJoinOptsRule[T <: TreeNode[T]] extends Rule[T] with Logging {
 
   final override def apply(plan: T): T = {
     // Queries the rules themselves run while planning are left as Spark plans them.
-    if (InternalQuery.active || !HiveJoinOptsConf.enabled(conf)) return plan
+    if (!HiveJoinOptsConf.enabled(conf) || InternalQuery.active(session)) return plan
     DecisionLog.enter(session)
     if (!HiveJoinOptsConf.ruleEnabled(conf, family, flag)) return plan
     try rewrite(plan) catch {

@@ -6,7 +6,7 @@ import java.util.concurrent.{Executors, ScheduledExecutorService, ThreadFactory,
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.execution.{QueryExecution, SQLExecution}
+import org.apache.spark.sql.execution.{CommandExecutionMode, QueryExecution, SQLExecution}
 
 import hivejoinopts.compat.SparkShims
 
@@ -20,9 +20,11 @@ class InternalQueryTimeout(message: String) extends RuntimeException(message)
  */
 object InternalQuery {
 
-  private val depth = new ThreadLocal[Int] {
-    override def initialValue(): Int = 0
-  }
+  /**
+   * Set as a Spark local property while an internal query plans and runs: Spark copies local
+   * properties to the threads that run subqueries and broadcasts, so all of it sees the mark.
+   */
+  val Property = "spark.hiveJoinOpts.internalQuery"
 
   private lazy val timer: ScheduledExecutorService =
     Executors.newSingleThreadScheduledExecutor(new ThreadFactory {
@@ -34,7 +36,8 @@ object InternalQuery {
     })
 
   /** True while the calling thread plans or runs an internal query. */
-  def active: Boolean = depth.get() > 0
+  def active(session: SparkSession): Boolean =
+    session.sparkContext.getLocalProperty(Property) != null
 
   /**
    * Runs `plan` and returns its rows, cancelling its jobs after `timeoutMs` (then it throws
@@ -48,7 +51,8 @@ object InternalQuery {
     val classic = SparkShims.classicSession(session)
     val sc = classic.sparkContext
     val tag = s"hive-join-opts-${UUID.randomUUID()}"
-    depth.set(depth.get() + 1)
+    val outer = sc.getLocalProperty(Property)
+    sc.setLocalProperty(Property, "true")
     sc.addJobTag(tag)
     @volatile var timedOut = false
     // Past the deadline, cancel again and again: a query may start more jobs (adaptive stages).
@@ -59,7 +63,7 @@ object InternalQuery {
       }
     }, timeoutMs, 50, TimeUnit.MILLISECONDS)
     try {
-      val qe = classic.sessionState.executePlan(plan)
+      val qe = classic.sessionState.executePlan(plan, CommandExecutionMode.SKIP)
       val rows = SQLExecution.withNewExecutionId(qe, Some(s"hive-join-opts: $what")) {
         qe.executedPlan.executeCollect().toSeq
       }
@@ -71,7 +75,7 @@ object InternalQuery {
     } finally {
       cancel.cancel(false)
       sc.removeJobTag(tag)
-      depth.set(depth.get() - 1)
+      sc.setLocalProperty(Property, outer)
     }
   }
 }

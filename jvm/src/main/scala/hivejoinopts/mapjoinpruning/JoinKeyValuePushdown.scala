@@ -1,0 +1,388 @@
+package hivejoinopts.mapjoinpruning
+
+import scala.collection.mutable
+import scala.util.Try
+import scala.util.control.NonFatal
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{And, BindReferences, EqualTo, Expression, InSubquery}
+import org.apache.spark.sql.catalyst.plans._
+import org.apache.spark.sql.catalyst.plans.logical._
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
+import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN, OUTER_REFERENCE}
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.hivejoinopts.Flag
+
+import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
+import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
+
+/**
+ * Map-join partition pruning with value-set pushdown (Hive's HIVE-5119 and its extension to
+ * non-partition columns): the join-key values of a small join side prune the big side's
+ * partitions and become filters pushed into its Parquet/ORC scans, for broadcast and shuffle
+ * joins alike.
+ *
+ * A q55-shaped query, `store_sales` joined to `date_dim` filtered to one month:
+ * {{{
+ *   before                                         after
+ *   Join Inner (ss_sold_date_sk = d_date_sk)       Join Inner (ss_sold_date_sk = d_date_sk)
+ *   :- Relation store_sales parquet                :- Filter (ss_sold_date_sk >= 2451484 AND
+ *   +- Project [d_date_sk]                         :  :       ss_sold_date_sk <= 2451513 AND
+ *      +- Filter (d_year = 1999 AND d_moy = 11)    :  :       ss_sold_date_sk IN (30 values))
+ *         +- Relation date_dim parquet             :  +- Relation store_sales parquet
+ *                                                  +- LocalRelation [d_date_sk] (its 30 rows)
+ * }}}
+ * The filter sits directly above the scan, so `PruneFileSourcePartitions` and
+ * `PruneHiveTablePartitions` prune partitions with it (the next optimizer batch) and
+ * `FileSourceStrategy` turns it into the scan's pushed data filters: Parquet and ORC skip row
+ * groups, pages and stripes by their statistics, dictionaries and bloom filters. Several small
+ * sides joined to one big table on different keys (Hive's cascading map joins) each add their
+ * filter to the same scan.
+ *
+ * '''Where the values come from.''' The small side is evaluated while the query is planned, as
+ * Hive's local task materializes the small tables of a map join: a bounded query of its own
+ * ([[SmallSideEvaluation]]: at most `smallSide.maxRows` rows, `smallSide.maxBytes` bytes and
+ * `evaluation.timeoutMs` per query, else the join keeps its plan). Its rows then replace the
+ * small side in the plan as a `LocalRelation`, so the small side is computed once, not once for
+ * the values and again for the join; a small side that occurs several times in one query is
+ * evaluated once. Reusing Spark's broadcast instead (as dynamic partition pruning does) gives the
+ * values only while the query runs: a v1 file scan then takes them as partition filters but never
+ * as pushed data filters, and a shuffle join has no broadcast at all. Waiting for an adaptive
+ * query stage does not help either: the two sides of a shuffle join are stages that run at the
+ * same time, so the big side's scan is under way before the small side's values exist.
+ *
+ * '''Spark's dynamic partition pruning''' targets partition columns only, and by default only
+ * when the join is a broadcast hash join whose broadcast it can reuse. When this rule prunes a
+ * partition column it does so statically and for any join strategy, and Spark's pruning then
+ * finds nothing left to do on that join (its other side is a `LocalRelation` without a selective
+ * filter); the decision says so. Where this rule steps aside, Spark's pruning applies as usual.
+ *
+ * '''When it must not fire''' (each is a skipped decision with the reason):
+ *  - the side to prune is the preserved side of an outer join (of a full outer join, both), the
+ *    right side of a semi join or either side of an anti join: only an inner join's sides, the
+ *    left side of a left semi join and the null-supplying side of an outer join drop the rows
+ *    whose key finds no match;
+ *  - the join has no `=` between its sides (`<=>` matches NULLs, so it is not used; NULL keys
+ *    never match under `=`, and NULL is never in the set);
+ *  - the key does not reach a scan column as it is or through a widening cast (see
+ *    [[ValueSetPushdown]]), or reaches it through a non-deterministic operator;
+ *  - the scan is not a Parquet/ORC file source (other formats: partition columns only), or is
+ *    a Hive SerDe table and the column is not a partition column; the key is a floating-point
+ *    or non-binary-collated string;
+ *  - the column is a Parquet data column whose sampled row groups are in no order on it
+ *    (`bigSide.sampleFiles`, `bigSide.maxRowGroupOverlap`, [[RowGroupOverlap]]): no row group
+ *    could be skipped, and the pushed filter would only cost the reader time;
+ *  - the small side is non-deterministic, streaming, correlated to an outer query or a CTE
+ *    reference, is estimated over `smallSide.maxBytes` or turns out over its bounds, fails, or
+ *    takes longer than the time left; the pruned scans are estimated under `bigSide.minBytes`.
+ */
+case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogicalRule {
+
+  override def family: Family = MapJoinPruning
+
+  override def flag: Flag[Boolean] = HiveJoinOptsConf.JOIN_KEY_VALUE_PUSHDOWN
+
+  override protected def rewrite(plan: LogicalPlan): LogicalPlan = plan match {
+    case s: Subquery if s.correlated => plan
+    case _ if plan.isStreaming => plan
+    case _ => new Pass().run(plan)
+  }
+
+  /** The side to prune (`big`) with the side whose values prune it (`small`). */
+  private case class Orientation(
+      sideName: String,
+      big: LogicalPlan,
+      small: LogicalPlan,
+      keys: Seq[TracedKey],
+      smallBytes: BigInt,
+      bigBytes: BigInt,
+      notPushed: Seq[String])
+
+  /** A join key on the big side and the small side, with the scans it reaches. */
+  private case class TracedKey(bigKey: Expression, smallKey: Expression, targets: Seq[Target]) {
+    def name: String = bigKey.sql
+  }
+
+  /** The rule's work on one plan: settings read once, one time budget, evaluations shared. */
+  private class Pass {
+    private val maxBytes = HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES(conf)
+    private val maxRows = HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS(conf)
+    private val minBigBytes = HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES(conf)
+    private val maxInValues = HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_IN_VALUES(conf)
+    private val timeoutMs = HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS(conf)
+    private val deadline = System.nanoTime() + timeoutMs * 1000000L
+    private val evaluated = mutable.HashMap.empty[LogicalPlan, Either[String, SmallSideRows]]
+    private val sampleFiles = HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES(conf)
+    private val maxOverlap = HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_ROW_GROUP_OVERLAP(conf)
+    private val overlaps = mutable.HashMap.empty[(LogicalPlan, String), Option[String]]
+
+    def run(plan: LogicalPlan): LogicalPlan =
+      plan.transformUpWithPruning(_.containsAnyPattern(JOIN, IN_SUBQUERY)) {
+        case j: Join => considerJoin(j)
+        case f @ Filter(condition, _) if condition.containsPattern(IN_SUBQUERY) =>
+          considerInSubqueries(f)
+      }
+
+    private def considerJoin(j: Join): LogicalPlan = {
+      if (j.getTagValue(JoinKeyValuePushdown.Evaluated).isDefined ||
+          j.children.exists(_.getTagValue(JoinKeyValuePushdown.EvaluatedSide).isDefined)) {
+        // Decided by an earlier run over this plan, after evaluating its small side: running
+        // again would only evaluate it again.
+        return j
+      }
+      val candidate = Candidates.join(j)
+      val keys = equalityKeys(j)
+      val bigSides = prunableSides(j.joinType)
+      if (bigSides.isEmpty) {
+        skipped(candidate, s"a ${j.joinType.sql} join keeps rows without a match on every side " +
+          "it could prune")
+        j
+      } else if (keys.isEmpty) {
+        skipped(candidate, "no `=` between the two sides to take values from")
+        j
+      } else {
+        val options = bigSides.map { bigIsLeft =>
+          if (bigIsLeft) orientation("left", j.left, j.right, keys)
+          else orientation("right", j.right, j.left, keys.map(_.swap))
+        }
+        options.collect { case Right(o) => o }.sortBy(_.smallBytes).headOption match {
+          case Some(o) =>
+            prune(j, candidate, o) match {
+              case Some((big, small)) =>
+                if (o.big eq j.left) j.copy(left = big, right = small)
+                else j.copy(left = small, right = big)
+              case None => j
+            }
+          case None =>
+            skipped(candidate, options.collect { case Left(why) => why }.distinct.mkString("; "))
+            j
+        }
+      }
+    }
+
+    /**
+     * `WHERE k IN (SELECT ...)` becomes a left semi join only after this rule's batch: its
+     * uncorrelated IN subqueries (top-level conjuncts) prune the filter's child the same way.
+     */
+    private def considerInSubqueries(f: Filter): LogicalPlan = {
+      val conjuncts = splitConjunctivePredicates(f.condition)
+      var child = f.child
+      val rewritten = conjuncts.map {
+        case in @ InSubquery(values, query) if query.outerAttrs.isEmpty &&
+            query.joinCond.isEmpty && query.getTagValue(JoinKeyValuePushdown.Evaluated).isEmpty &&
+            query.plan.getTagValue(JoinKeyValuePushdown.EvaluatedSide).isEmpty =>
+          val candidate = s"IN subquery ${Candidates.tables(child)} x " +
+            s"${Candidates.tables(query.plan)} on ${Candidates.abbreviate(in.sql)}"
+          val keys = values.zip(query.plan.output.take(values.size))
+          orientation("filtered", child, query.plan, keys) match {
+            case Left(why) =>
+              skipped(candidate, why)
+              in
+            case Right(o) =>
+              prune(f, candidate, o) match {
+                case Some((big, small)) =>
+                  child = big
+                  in.copy(query = query.withNewPlan(small))
+                case None =>
+                  query.setTagValue(JoinKeyValuePushdown.Evaluated, ())
+                  in
+              }
+          }
+        case other => other
+      }
+      if (child eq f.child) f else Filter(rewritten.reduce(And), child)
+    }
+
+    /** Checks the side to prune and the side with the values before anything runs. */
+    private def orientation(
+        sideName: String,
+        big: LogicalPlan,
+        small: LogicalPlan,
+        keys: Seq[(Expression, Expression)]): Either[String, Orientation] = {
+      val traced = keys.map { case (bigKey, smallKey) =>
+        val walk = if (ValueSetPushdown.supportedType(bigKey.dataType)) {
+          ValueSetPushdown.walk(big, bigKey, _ => None)
+        } else {
+          Walk(big, Nil, Seq(s"the key ${bigKey.sql} has type ${bigKey.dataType.sql}, " +
+            "which the rule does not push"))
+        }
+        val (unordered, targets) = walk.targets.map(t => t -> unorderedParquet(t))
+          .partition(_._2.isDefined)
+        (TracedKey(bigKey, smallKey, targets.map(_._1)), walk.blocked ++ unordered.flatMap(_._2))
+      }
+      val usable = traced.map(_._1).filter(_.targets.nonEmpty)
+      lazy val smallStats = Try(small.stats).toOption
+      lazy val bigBytes = usable.flatMap(_.targets).map(_.scan).distinct
+        .map(s => Try(s.stats.sizeInBytes).getOrElse(BigInt(0))).sum
+      lazy val unsuitable = unsuitableSmallSide(small)
+      if (usable.isEmpty) {
+        Left(s"$sideName side: " + traced.flatMap(_._2).distinct.mkString(", "))
+      } else if (unsuitable.isDefined) {
+        Left(s"$sideName side: the other side ${unsuitable.get}")
+      } else if (smallStats.isEmpty || smallStats.get.sizeInBytes > maxBytes) {
+        Left(s"$sideName side: the other side is estimated at " +
+          s"${smallStats.map(_.sizeInBytes.toString).getOrElse("unknown")} bytes, over " +
+          s"$maxBytes (smallSide.maxBytes)")
+      } else if (smallStats.get.rowCount.exists(_ > maxRows)) {
+        Left(s"$sideName side: the other side is estimated at ${smallStats.get.rowCount.get} " +
+          s"rows, over $maxRows (smallSide.maxRows)")
+      } else if (bigBytes < minBigBytes) {
+        Left(s"$sideName side: the scans to prune are estimated at $bigBytes bytes, under " +
+          s"$minBigBytes (bigSide.minBytes)")
+      } else if (bigBytes <= smallStats.get.sizeInBytes) {
+        Left(s"$sideName side: the scans to prune ($bigBytes bytes) are not bigger than the " +
+          s"other side (${smallStats.get.sizeInBytes} bytes)")
+      } else {
+        Right(Orientation(sideName, big, small, usable, smallStats.get.sizeInBytes, bigBytes,
+          traced.flatMap(_._2).distinct))
+      }
+    }
+
+    /**
+     * Why a Parquet data column should not get pushed values, if its sampled row groups overlap
+     * too much for any to be skipped ([[RowGroupOverlap]]).
+     */
+    private def unorderedParquet(t: Target): Option[String] = (t.use, t.scan) match {
+      case (ScanUse.PushedFilter("Parquet"), l @ LogicalRelation(fs: HadoopFsRelation, _, _, _, _))
+          if sampleFiles > 0 && maxOverlap < 1 =>
+        overlaps.getOrElseUpdate((l, t.column.name.toLowerCase),
+          RowGroupOverlap.of(session, fs, t.column.name, sampleFiles, deadline).collect {
+            case o if o.share > maxOverlap =>
+              f"${t.table}.${t.column.name} is in no order: its row groups each overlap " +
+                f"${o.share * 100}%.0f%% of the others (${o.rowGroups} row groups of ${o.files} " +
+                "files sampled; bigSide.maxRowGroupOverlap)"
+          })
+      case _ => None
+    }
+
+    /** Why `small` cannot be evaluated on its own while planning, if it cannot. */
+    private def unsuitableSmallSide(small: LogicalPlan): Option[String] = {
+      if (small.isStreaming) {
+        Some("is a stream")
+      } else if (small.exists(_.expressions.exists(!_.deterministic))) {
+        Some("is not deterministic")
+      } else if (small.exists(_.expressions.exists(_.containsPattern(OUTER_REFERENCE)))) {
+        Some("refers to an outer query")
+      } else if (small.exists(_.isInstanceOf[CTERelationRef])) {
+        Some("reads a common table expression")
+      } else {
+        None
+      }
+    }
+
+    /**
+     * Evaluates the small side and pushes its values into the big side: the new big side and the
+     * small side's rows as a LocalRelation, or None (with the reason logged) when the evaluation
+     * gave nothing to use. `node` is tagged then, so that a later run does not evaluate again.
+     */
+    private def prune(
+        node: LogicalPlan,
+        candidate: String,
+        o: Orientation): Option[(LogicalPlan, LogicalPlan)] = {
+      val reused = evaluated.contains(o.small.canonicalized)
+      val result = evaluated.getOrElseUpdate(o.small.canonicalized,
+        SmallSideEvaluation.evaluate(session, o.small, maxRows, maxBytes, deadline, timeoutMs,
+          s"small side of $candidate"))
+      val pushed = for {
+        side <- result.left.map(_ -> Seq("estimatedSmallSideBytes" -> o.smallBytes))
+        values <- keyValues(o, side).left.map(_ -> Seq("smallSideRows" -> side.rows.size))
+      } yield applyValues(candidate, o, side, values, reused)
+      pushed match {
+        case Left((why, numbers)) =>
+          skipped(candidate, why, numbers: _*)
+          node.setTagValue(JoinKeyValuePushdown.Evaluated, ())
+          None
+        case Right(sides) => Some(sides)
+      }
+    }
+
+    /** Each key's distinct non-NULL values over the small side's rows. */
+    private def keyValues(o: Orientation, side: SmallSideRows): Either[String, Seq[Seq[Any]]] =
+      try {
+        Right(o.keys.map { k =>
+          val bound = BindReferences.bindReference(k.smallKey, o.small.output)
+          side.rows.iterator.map(bound.eval).filter(_ != null).toSeq.distinct
+        })
+      } catch {
+        // The join evaluates the same key expression, and fails the same way at run time.
+        case NonFatal(e) => Left(s"computing the small side's keys failed: ${e.getMessage}")
+      }
+
+    private def applyValues(
+        candidate: String,
+        o: Orientation,
+        side: SmallSideRows,
+        values: Seq[Seq[Any]],
+        reused: Boolean): (LogicalPlan, LogicalPlan) = {
+      val local = LocalRelation(o.small.output, side.rows)
+      local.setTagValue(JoinKeyValuePushdown.EvaluatedSide, ())
+      val newBig = if (side.rows.isEmpty) o.big else {
+        o.keys.zip(values).foldLeft(o.big) { case (big, (key, keyValues)) =>
+          ValueSetPushdown.walk(big, key.bigKey,
+            t => Some(ValueSetPushdown.predicate(t, keyValues, maxInValues))).plan
+        }
+      }
+      val targets = o.keys.flatMap(_.targets)
+      val dpp = targets.exists(_.use == ScanUse.PartitionPruning) &&
+        conf.dynamicPartitionPruningEnabled
+      val perKey = o.keys.zip(values).map { case (k, v) =>
+        s"values(${k.name})" -> (if (v.size > maxInValues) s"${v.size} (range only)" else v.size)
+      }
+      val numbers = Seq(
+        "smallSideRows" -> side.rows.size,
+        "smallSideBytes" -> side.bytes,
+        "evaluationMs" -> (if (reused) "0 (evaluated for an earlier join)" else side.millis)) ++
+        perKey ++
+        Seq("prunedScans" -> targets.map(_.describe).distinct.mkString(", ")) ++
+        (if (o.notPushed.nonEmpty) Seq("notPushed" -> o.notPushed.mkString("; ")) else Nil) ++
+        (if (dpp) Seq("dynamicPartitionPruning" -> "not needed on this join") else Nil)
+      val reason = if (side.rows.isEmpty) {
+        "the small side is empty; its empty LocalRelation lets Spark drop the join"
+      } else {
+        s"pushed the small side's values of ${o.keys.map(_.name).mkString(", ")} into " +
+          s"${targets.map(_.describe).distinct.mkString(", ")}; its rows replace it in the plan"
+      }
+      fired(candidate, reason, numbers: _*)
+      (newBig, local)
+    }
+  }
+
+  /** `a = b` conjuncts with one side over each join side, as (left side's, right side's). */
+  private def equalityKeys(j: Join): Seq[(Expression, Expression)] =
+    j.condition.toSeq.flatMap(splitConjunctivePredicates).flatMap {
+      case EqualTo(a, b) if a.references.nonEmpty && b.references.nonEmpty =>
+        if (a.references.subsetOf(j.left.outputSet) && b.references.subsetOf(j.right.outputSet)) {
+          Some(a -> b)
+        } else if (a.references.subsetOf(j.right.outputSet) &&
+            b.references.subsetOf(j.left.outputSet)) {
+          Some(b -> a)
+        } else {
+          None
+        }
+      case _ => None
+    }
+
+  /** The sides (true for left) whose rows without a match the join drops. */
+  private def prunableSides(joinType: JoinType): Seq[Boolean] = joinType match {
+    case _: InnerLike => Seq(true, false)
+    case LeftSemi => Seq(true)
+    case LeftOuter => Seq(false)
+    case RightOuter => Seq(true)
+    case _ => Nil
+  }
+
+  private def splitConjunctivePredicates(condition: Expression): Seq[Expression] =
+    condition match {
+      case And(a, b) => splitConjunctivePredicates(a) ++ splitConjunctivePredicates(b)
+      case other => Seq(other)
+    }
+}
+
+object JoinKeyValuePushdown {
+  /** Marks the LocalRelation that holds a small side's evaluated rows. */
+  val EvaluatedSide: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.evaluatedSmallSide")
+
+  /** Marks a join or IN subquery whose small side was evaluated but not used. */
+  val Evaluated: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.evaluatedJoin")
+}

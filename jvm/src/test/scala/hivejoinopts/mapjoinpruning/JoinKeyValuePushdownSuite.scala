@@ -1,0 +1,415 @@
+package hivejoinopts.mapjoinpruning
+
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.catalyst.expressions.DynamicPruningExpression
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
+import org.apache.spark.sql.execution.joins.{BroadcastHashJoinExec, SortMergeJoinExec}
+import org.apache.spark.sql.internal.SQLConf
+
+import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf, HiveJoinOptsQueryTest}
+import hivejoinopts.log.{Decision, DecisionLog}
+
+class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
+
+  private val Rule = "JoinKeyValuePushdown"
+  private val FactRows = 20000
+
+  // The test tables are small: the big side needs no minimum size here.
+  override protected def sparkConf = super.sparkConf
+    .set(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES.key, "0")
+
+  /**
+   * A fact table sorted by `k` (the values 0 to 99 as `keyType`), in many small row groups or
+   * stripes, and a dimension table with the keys 0 to 99 and a category `c` (`k % 10`): `c = 3`
+   * selects 10 keys. The views are `fact` and `dim`.
+   */
+  private def withStar(
+      keyType: String = "int",
+      format: String = "parquet",
+      partitioned: Boolean = false,
+      nullKeys: Boolean = false)(f: => Unit): Unit = withTempDir { dir =>
+    def key(base: String): String = keyType match {
+      case "date" => s"date_add(DATE'2020-01-01', CAST($base AS INT))"
+      case other => s"CAST($base AS $other)"
+    }
+    val fact = spark.range(0, FactRows, 1, 4)
+      .selectExpr(s"${key(if (nullKeys) "IF(id % 17 = 0, NULL, id % 100)" else "id % 100")} AS k",
+        "id % 7 AS a", "id AS v")
+      .repartitionByRange(4, org.apache.spark.sql.functions.col("k"))
+      .sortWithinPartitions("k")
+      .write.format(format).option("header", "true")
+      .option("parquet.block.size", "4096").option("orc.stripe.size", "4096")
+      .option("orc.row.index.stride", "1000")
+    if (partitioned) fact.partitionBy("k").save(s"$dir/fact") else fact.save(s"$dir/fact")
+    spark.range(0, 100)
+      .selectExpr(s"${key(if (nullKeys) "IF(id = 13, NULL, id)" else "id")} AS k",
+        "id % 10 AS c", "id * 10 AS w")
+      .write.format(format).option("header", "true").save(s"$dir/dim")
+    withTempView("fact", "dim") {
+      def read(name: String) = spark.read.format(format).option("header", "true")
+        .option("inferSchema", "true").load(s"$dir/$name")
+      read("fact").createOrReplaceTempView("fact")
+      read("dim").createOrReplaceTempView("dim")
+      f
+    }
+  }
+
+  private def ruleDecisions(df: DataFrame): Seq[Decision] = decisionsOf(df).filter(_.rule == Rule)
+
+  private def fileScans(plan: SparkPlan): Seq[FileSourceScanExec] =
+    collectWithSubqueries(plan) { case s: FileSourceScanExec => s }
+
+  /** The scan of the table whose files live under `name`. */
+  private def scanOf(plan: SparkPlan, name: String): FileSourceScanExec = {
+    val found = fileScans(plan).filter(_.relation.location.rootPaths.exists(_.getName == name))
+    assert(found.size == 1, s"expected one scan of $name in\n$plan")
+    found.head
+  }
+
+  private def pushed(scan: FileSourceScanExec): String = scan.metadata("PushedFilters")
+
+  private def rowsRead(scan: FileSourceScanExec): Long = scan.metrics("numOutputRows").value
+
+  /** Runs `query` with the extension off and on: same rows; returns both executed plans. */
+  private def offAndOn(query: => DataFrame): (SparkPlan, SparkPlan) = {
+    checkSameAnswer(query)
+    (withExtension(on = false)(executedPlan(query)), withExtension(on = true)(executedPlan(query)))
+  }
+
+  private val starQuery =
+    "SELECT dim.c, count(*), sum(v), max(w) FROM fact JOIN dim ON fact.k = dim.k " +
+      "WHERE dim.c = 3 GROUP BY dim.c"
+
+  /** The keys 0 to 9: next to each other in the sorted fact table. */
+  private val rangeQuery =
+    "SELECT count(*), sum(v), max(w) FROM fact JOIN dim ON fact.k = dim.k WHERE dim.w < 100"
+
+  test("Parquet: the small side's keys become pushed filters that skip row groups") {
+    withStar() {
+      val (off, on) = offAndOn(sql(starQuery))
+      val (before, after) = (scanOf(off, "fact"), scanOf(on, "fact"))
+      assert(!pushed(before).contains("In(k"), pushed(before))
+      assert(pushed(after).contains("In(k"), pushed(after))
+      assert(pushed(after).contains("GreaterThanOrEqual(k,3)"), pushed(after))
+      assert(pushed(after).contains("LessThanOrEqual(k,93)"), pushed(after))
+      assert(rowsRead(before) == FactRows)
+      // Sorted data in many row groups: most row groups are skipped, not just filtered.
+      assert(rowsRead(after) < FactRows / 4, rowsRead(after))
+      val Seq(d) = ruleDecisions(sql(starQuery))
+      assert(d.fired, d)
+      assert(d.numbers.toMap.apply("values(fact.k)") == "10", d)
+      assert(d.numbers.toMap.apply("smallSideRows") == "10", d)
+    }
+  }
+
+  test("Parquet data in no order: no row group to skip, so no value is pushed") {
+    withTempDir { dir =>
+      // Every row group holds every key.
+      spark.range(0, FactRows, 1, 4).selectExpr("CAST(id * 7919 % 100 AS INT) AS k", "id AS v")
+        .write.option("parquet.block.size", "4096").parquet(s"$dir/fact")
+      spark.range(0, 100).selectExpr("CAST(id AS INT) AS k", "id % 10 AS c", "id * 10 AS w")
+        .write.parquet(s"$dir/dim")
+      withTempView("fact", "dim") {
+        spark.read.parquet(s"$dir/fact").createOrReplaceTempView("fact")
+        spark.read.parquet(s"$dir/dim").createOrReplaceTempView("dim")
+        val Seq(d) = ruleDecisions(sql(starQuery))
+        assert(!d.fired && d.reason.contains("fact.k is in no order"), d)
+        assert(d.reason.contains("overlap 100% of the others"), d)
+        checkSameAnswer(sql(starQuery))
+        withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES.key -> "0") {
+          assert(ruleDecisions(sql(starQuery)).exists(_.fired))
+          checkSameAnswer(sql(starQuery))
+        }
+      }
+    }
+  }
+
+  test("ORC: the keys become pushed filters that skip stripes and row groups") {
+    withStar(format = "orc") {
+      val (off, on) = offAndOn(sql(rangeQuery))
+      assert(pushed(scanOf(on, "fact")).contains("In(k"), pushed(scanOf(on, "fact")))
+      assert(rowsRead(scanOf(off, "fact")) == FactRows)
+      assert(rowsRead(scanOf(on, "fact")) < FactRows / 4, rowsRead(scanOf(on, "fact")))
+    }
+  }
+
+  test("every key type: int, bigint, string, date, decimal; Parquet and ORC") {
+    for (format <- Seq("parquet", "orc"); keyType <- Seq("int", "bigint", "string", "date",
+        "decimal(10,2)")) {
+      withStar(keyType = keyType, format = format) {
+        val (_, on) = offAndOn(sql(rangeQuery))
+        assert(pushed(scanOf(on, "fact")).contains("In(k"), s"$format $keyType")
+        // Strings sort as text: the keys 0 to 9 are not next to each other.
+        if (keyType != "string") {
+          assert(rowsRead(scanOf(on, "fact")) < FactRows / 4, s"$format $keyType")
+        }
+        assert(ruleDecisions(sql(rangeQuery)).exists(_.fired), s"$format $keyType")
+      }
+    }
+  }
+
+  test("partition column, shuffle join: only the matching partitions are read") {
+    withStar(partitioned = true) {
+      withSQLConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
+        val (off, on) = offAndOn(sql(starQuery))
+        assert(collect(on) { case j: SortMergeJoinExec => j }.nonEmpty, on)
+        val (before, after) = (scanOf(off, "fact"), scanOf(on, "fact"))
+        // Spark's own pruning needs a broadcast to reuse: with a shuffle join it reads them all.
+        assert(before.metrics("numPartitions").value == 100)
+        assert(after.metrics("numPartitions").value == 10)
+        assert(after.partitionFilters.exists(_.references.exists(_.name == "k")))
+        assert(!after.partitionFilters.exists(_.isInstanceOf[DynamicPruningExpression]))
+      }
+    }
+  }
+
+  test("partition column, broadcast join: replaces Spark's dynamic pruning on the same key") {
+    withStar(partitioned = true) {
+      val (off, on) = offAndOn(sql(starQuery))
+      val (before, after) = (scanOf(off, "fact"), scanOf(on, "fact"))
+      assert(before.partitionFilters.exists(_.isInstanceOf[DynamicPruningExpression]))
+      assert(!after.partitionFilters.exists(_.isInstanceOf[DynamicPruningExpression]))
+      assert(after.metrics("numPartitions").value == 10)
+      val Seq(d) = ruleDecisions(sql(starQuery))
+      assert(d.numbers.toMap.get("dynamicPartitionPruning").contains("not needed on this join"))
+    }
+  }
+
+  test("where the rule steps aside, Spark's dynamic partition pruning still applies") {
+    withStar(partitioned = true) {
+      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS.key -> "5") {
+        val (_, on) = offAndOn(sql(starQuery))
+        assert(scanOf(on, "fact").partitionFilters.exists(_.isInstanceOf[DynamicPruningExpression]))
+        val Seq(d) = ruleDecisions(sql(starQuery))
+        assert(!d.fired && d.reason.contains("more than 5 rows"), d)
+      }
+    }
+  }
+
+  test("join types: inner either way round, left semi, the null-supplying side of outer joins") {
+    withStar(nullKeys = true) {
+      val pruned = Seq(
+        "SELECT * FROM fact JOIN (SELECT * FROM dim WHERE c = 3) d ON fact.k = d.k",
+        "SELECT * FROM (SELECT * FROM dim WHERE c = 3) d JOIN fact ON fact.k = d.k",
+        "SELECT * FROM fact LEFT SEMI JOIN (SELECT * FROM dim WHERE c = 3) d ON fact.k = d.k",
+        "SELECT * FROM fact WHERE k IN (SELECT k FROM dim WHERE c = 3) AND a < 5",
+        "SELECT * FROM (SELECT * FROM dim WHERE c = 3 OR k IS NULL) d LEFT JOIN fact " +
+          "ON fact.k = d.k",
+        "SELECT * FROM fact RIGHT JOIN (SELECT * FROM dim WHERE c = 3 OR k IS NULL) d " +
+          "ON fact.k = d.k",
+        "SELECT * FROM fact JOIN (SELECT * FROM dim WHERE c = 3) d ON fact.k = d.k AND v > w")
+      pruned.foreach { q =>
+        val (_, on) = offAndOn(sql(q))
+        assert(pushed(scanOf(on, "fact")).contains("In(k"), q)
+        assert(ruleDecisions(sql(q)).exists(_.fired), q)
+      }
+    }
+  }
+
+  test("never the preserved side of an outer join, nor either side of full outer or anti joins") {
+    // NOT IN and NOT EXISTS are anti joins, which the rule never sees as candidates.
+    withStar(nullKeys = true) {
+      val notPruned = Seq(
+        "SELECT * FROM fact LEFT JOIN (SELECT * FROM dim WHERE c = 3) d ON fact.k = d.k" ->
+          "not bigger than the other side",
+        "SELECT * FROM (SELECT * FROM dim WHERE c = 3) d RIGHT JOIN fact ON fact.k = d.k" ->
+          "not bigger than the other side",
+        "SELECT * FROM fact FULL JOIN (SELECT * FROM dim WHERE c = 3) d ON fact.k = d.k" ->
+          "FULL OUTER join keeps rows without a match",
+        "SELECT * FROM fact LEFT ANTI JOIN (SELECT * FROM dim WHERE c = 3) d ON fact.k = d.k" ->
+          "LEFT ANTI join keeps rows without a match",
+        "SELECT * FROM fact JOIN (SELECT * FROM dim WHERE c = 3) d ON fact.k <=> d.k" ->
+          "no `=` between the two sides")
+      notPruned.foreach { case (q, reason) =>
+        val (_, on) = offAndOn(sql(q))
+        assert(!pushed(scanOf(on, "fact")).contains("In(k"), q)
+        val ds = ruleDecisions(sql(q))
+        assert(ds.nonEmpty && ds.forall(!_.fired), s"$q: $ds")
+        assert(ds.exists(_.reason.contains(reason)), s"$q: $ds")
+      }
+    }
+  }
+
+  test("NULL keys on both sides never match and never reach the value set") {
+    withStar(nullKeys = true) {
+      val q = "SELECT fact.k, count(*) FROM fact JOIN dim ON fact.k = dim.k " +
+        "WHERE dim.c = 3 OR dim.k IS NULL GROUP BY fact.k"
+      val (_, on) = offAndOn(sql(q))
+      assert(!pushed(scanOf(on, "fact")).contains("null"), pushed(scanOf(on, "fact")))
+      assert(sql(q).collect().forall(!_.isNullAt(0)))
+    }
+  }
+
+  test("bounds: rows, estimated bytes, the big side's size and the time budget") {
+    withStar() {
+      def only(conf: (String, String)*): Decision = withSQLConf(conf: _*) {
+        checkSameAnswer(sql(starQuery))
+        val Seq(d) = ruleDecisions(sql(starQuery))
+        assert(!d.fired, d)
+        assert(!pushed(scanOf(executedPlan(sql(starQuery)), "fact")).contains("In(k"))
+        d
+      }
+      assert(only(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS.key -> "9")
+        .reason.contains("more than 9 rows (maxRows)"))
+      assert(only(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES.key -> "64")
+        .reason.contains("over 64 (smallSide.maxBytes)"))
+      assert(only(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES.key -> "1g")
+        .reason.contains("(bigSide.minBytes)"))
+    }
+  }
+
+  test("a small side that takes too long is cancelled and its join keeps its plan") {
+    withStar() {
+      // One row of the small side takes three seconds.
+      spark.udf.register("slow", (x: Int) => { if (x == 3) Thread.sleep(3000); x })
+      val q = "SELECT count(*) FROM fact JOIN (SELECT slow(k) AS k FROM dim WHERE c = 3) d " +
+        "ON fact.k = d.k"
+      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS.key -> "300") {
+        val Seq(d) = ruleDecisions(sql(q))
+        assert(!d.fired && d.reason.contains("past the query's 300 ms"), d)
+        checkSameAnswer(sql(q))
+      }
+    }
+  }
+
+  test("a source that takes no pushed filters: partition columns only") {
+    withStar(format = "csv") {
+      val q = "SELECT count(*) FROM fact JOIN dim ON fact.k = dim.k WHERE dim.c = 3"
+      val Seq(d) = ruleDecisions(sql(q))
+      assert(!d.fired && d.reason.contains("read as CSV"), d)
+      checkSameAnswer(sql(q))
+    }
+    withStar(format = "csv", partitioned = true) {
+      withSQLConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
+        val q = "SELECT count(*) FROM fact JOIN dim ON fact.k = dim.k WHERE dim.c = 3"
+        val (_, on) = offAndOn(sql(q))
+        assert(scanOf(on, "fact").metrics("numPartitions").value == 10)
+      }
+    }
+  }
+
+  test("a non-deterministic small side is left alone") {
+    withStar() {
+      val q = "SELECT count(*) FROM fact JOIN (SELECT * FROM dim WHERE c = 3 AND monotonically_increasing_id() >= 0) d " +
+        "ON fact.k = d.k"
+      val Seq(d) = ruleDecisions(sql(q))
+      assert(!d.fired && d.reason.contains("not deterministic"), d)
+      checkSameAnswer(sql(q))
+    }
+  }
+
+  test("casts: a widening cast on the big side is undone, others step aside") {
+    withStar() {
+      // The dim keys as bigint, some beyond the int range: fact.k is compared as CAST(k AS BIGINT).
+      sql("SELECT CAST(k AS BIGINT) + IF(c = 3 AND k > 50, 4294967296, 0) AS k, c, w FROM dim")
+        .createOrReplaceTempView("dim_long")
+      val q = "SELECT count(*), sum(v) FROM fact JOIN dim_long d ON fact.k = d.k WHERE d.c = 3"
+      val (_, on) = offAndOn(sql(q))
+      // Only the five keys in the int range are left: 3, 13, 23, 33, 43.
+      assert(pushed(scanOf(on, "fact")).contains("LessThanOrEqual(k,43)"),
+        pushed(scanOf(on, "fact")))
+      val Seq(d) = ruleDecisions(sql(q))
+      assert(d.fired, d)
+
+      val strings = "SELECT count(*) FROM fact JOIN dim ON CAST(fact.k AS STRING) = " +
+        "CAST(dim.k AS STRING) WHERE dim.c = 3"
+      val Seq(s) = ruleDecisions(sql(strings))
+      assert(!s.fired && s.reason.contains("is not a plain column"), s)
+      checkSameAnswer(sql(strings))
+    }
+  }
+
+  test("several keys of one join, and several small sides on one big table, all apply") {
+    withStar() {
+      val twoKeys = "SELECT count(*), sum(v) FROM fact JOIN (SELECT k, c % 7 AS a FROM dim " +
+        "WHERE c = 3) d ON fact.k = d.k AND fact.a = d.a"
+      // fact is sorted by k, not by a: a's values would skip nothing.
+      val Seq(d) = ruleDecisions(sql(twoKeys))
+      assert(d.fired && d.numbers.toMap.apply("notPushed").contains("fact.a is in no order"), d)
+      assert(!pushed(scanOf(executedPlan(sql(twoKeys)), "fact")).contains("In(a"))
+      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES.key -> "0") {
+        val (_, on) = offAndOn(sql(twoKeys))
+        val filters = pushed(scanOf(on, "fact"))
+        assert(filters.contains("In(k") && filters.contains("In(a, [3])"), filters)
+      }
+
+      val cascading = "SELECT count(*), sum(v) FROM fact " +
+        "JOIN (SELECT * FROM dim WHERE c = 3) d ON fact.k = d.k " +
+        "JOIN (SELECT id AS a FROM range(7) WHERE id IN (1, 2)) e ON fact.a = e.a"
+      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES.key -> "0") {
+        val (_, on2) = offAndOn(sql(cascading))
+        val both = pushed(scanOf(on2, "fact"))
+        assert(both.contains("In(k") && both.contains("In(a, [1,2]"), both)
+        assert(ruleDecisions(sql(cascading)).count(_.fired) == 2)
+      }
+    }
+  }
+
+  test("the key reaches scans through unions, aggregates and inner joins") {
+    withStar() {
+      val q = "SELECT u.k, count(*) FROM (" +
+        "SELECT k, sum(v) AS s FROM (SELECT k, v FROM fact UNION ALL SELECT k, v FROM fact) " +
+        "GROUP BY k) u JOIN dim ON u.k = dim.k WHERE dim.c = 3 GROUP BY u.k"
+      val (_, on) = offAndOn(sql(q))
+      val scans = fileScans(on).filter(_.relation.location.rootPaths.exists(_.getName == "fact"))
+      assert(scans.size == 2 && scans.forall(s => pushed(s).contains("In(k")), on)
+    }
+  }
+
+  test("an empty small side empties the join without reading the big side") {
+    withStar() {
+      val q = "SELECT count(*) FROM fact JOIN dim ON fact.k = dim.k WHERE dim.c = 42"
+      val (_, on) = offAndOn(sql(q))
+      assert(fileScans(on).forall(!_.relation.location.rootPaths.exists(_.getName == "fact")), on)
+      val Seq(d) = ruleDecisions(sql(q))
+      assert(d.fired && d.reason.contains("empty"), d)
+    }
+  }
+
+  test("the small side is computed once, while planning, and its evaluation is not logged") {
+    withStar() {
+      val before = DecisionLog.queriesOf(spark).lastOption.map(_.queryId).getOrElse(0L)
+      val decisions = ruleDecisions(sql(starQuery))
+      // explain plans the query once; the inner query adds no record of its own.
+      assert(DecisionLog.queriesOf(spark).count(_.queryId > before) == 1)
+      assert(decisions.size == 1)
+      val plan = executedPlan(sql(starQuery))
+      assert(!fileScans(plan).exists(_.relation.location.rootPaths.exists(_.getName == "dim")))
+      assert(collect(plan) { case b: BroadcastHashJoinExec => b }.size == 1)
+    }
+  }
+
+  test("without adaptive execution, and inside a scalar subquery") {
+    withStar() {
+      withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
+        val (_, on) = offAndOn(sql(starQuery))
+        assert(pushed(scanOf(on, "fact")).contains("In(k"))
+      }
+      checkSameAnswer(sql(s"SELECT (SELECT count(*) FROM fact JOIN dim ON fact.k = dim.k " +
+        "WHERE dim.c = 3) AS n, (SELECT max(v) FROM fact JOIN dim ON fact.k = dim.k " +
+        "WHERE dim.c = 4) AS m"))
+    }
+  }
+
+  test("the rule's own flag switches it per session") {
+    withStar() {
+      withSQLConf(HiveJoinOptsConf.JOIN_KEY_VALUE_PUSHDOWN.key -> "false") {
+        assert(ruleDecisions(sql(starQuery)).isEmpty)
+        assert(!pushed(scanOf(executedPlan(sql(starQuery)), "fact")).contains("In(k"))
+      }
+      assert(HiveJoinOpts.explain(sql(starQuery)).decisions.exists(_.fired))
+      assert(sql(starQuery).collect().head.getLong(1) == FactRows / 10)
+    }
+  }
+
+  test("bad values fail at SET") {
+    Seq(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS.key -> "0",
+      HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES.key -> "-1",
+      HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_IN_VALUES.key -> "0",
+      HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS.key -> "soon").foreach {
+      case (key, value) =>
+        val e = intercept[IllegalArgumentException](sql(s"SET $key=$value"))
+        assert(e.getMessage.contains(key), e.getMessage)
+    }
+  }
+}
