@@ -43,6 +43,7 @@ FLAGS: dict[str, str] = {
     PREFIX + "mapJoinPruning.bigSide.minBytes": "bytes",
     PREFIX + "mapJoinPruning.bigSide.sampleFiles": "int",
     PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap": "double",
+    PREFIX + "mapJoinPruning.bigSide.skipFiles.maxFiles": "int",
     PREFIX + "mapJoinPruning.maxInValues": "int",
     PREFIX + "mapJoinPruning.evaluation.timeoutMs": "long",
     # correlation

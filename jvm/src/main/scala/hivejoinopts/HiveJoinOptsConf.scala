@@ -192,6 +192,15 @@ object HiveJoinOptsConf {
       "be skipped and the pushed filter only costs time. 1 always pushes.",
     V010, default = 0.5, v => v >= 0 && v <= 1, "Must be a share between 0 and 1."))
 
+  val MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES: Flag[Int] = flag(Flag.int(
+    PREFIX + "mapJoinPruning.bigSide.skipFiles.maxFiles",
+    "When a non-partition column of a Parquet table gets pushed values, the footers of its " +
+      "files are read on the driver (side by side, kept for later queries, within " +
+      "evaluation.timeoutMs) and the files whose row groups all lie outside the values' range " +
+      "are dropped from the scan, so no task opens them. Only for tables of at most this many " +
+      "files; 0 turns it off.",
+    V010, default = 1000, _ >= 0, "Must be a number of files, 0 or more."))
+
   val MAP_JOIN_PRUNING_MAX_IN_VALUES: Flag[Int] = flag(Flag.int(
     PREFIX + "mapJoinPruning.maxInValues",
     "Up to this many distinct values, a non-partition column gets `key IN (values)` as well " +

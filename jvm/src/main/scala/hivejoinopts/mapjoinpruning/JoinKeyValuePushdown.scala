@@ -36,7 +36,10 @@ import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
  * The filter sits directly above the scan, so `PruneFileSourcePartitions` and
  * `PruneHiveTablePartitions` prune partitions with it (the next optimizer batch) and
  * `FileSourceStrategy` turns it into the scan's pushed data filters: Parquet and ORC skip row
- * groups, pages and stripes by their statistics, dictionaries and bloom filters. Several small
+ * groups, pages and stripes by their statistics, dictionaries and bloom filters. A Parquet scan
+ * also loses the files whose footers show no row group reaching the values' range
+ * ([[ParquetFileSkipping]], up to `bigSide.skipFiles.maxFiles` files): on a table sorted by the
+ * key, tasks then open only the few files that hold matching keys. Several small
  * sides joined to one big table on different keys (Hive's cascading map joins) each add their
  * filter to the same scan.
  *
@@ -115,6 +118,7 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
     private val evaluated = mutable.HashMap.empty[LogicalPlan, Either[String, SmallSideRows]]
     private val sampleFiles = HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES(conf)
     private val maxOverlap = HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_ROW_GROUP_OVERLAP(conf)
+    private val skipFilesMaxFiles = HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES(conf)
     private val overlaps = mutable.HashMap.empty[(LogicalPlan, String), Option[String]]
 
     def run(plan: LogicalPlan): LogicalPlan =
@@ -297,6 +301,29 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
       }
     }
 
+    /**
+     * `t`'s scan without the Parquet files that hold none of the values (by their footers), or
+     * the scan as it is; what happened goes to `numbers`.
+     */
+    private def skipFiles(
+        t: Target,
+        values: Seq[Any],
+        numbers: mutable.ArrayBuffer[(String, Any)]): LogicalPlan = t.use match {
+      case ScanUse.PushedFilter("Parquet") if values.nonEmpty =>
+        val name = s"skippedFiles(${t.table}.${t.column.name})"
+        ParquetFileSkipping(session, t, values.head, values.last, skipFilesMaxFiles,
+            deadline) match {
+          case Right(out) =>
+            numbers += name -> (s"${out.skipped} of ${out.files} files " +
+              s"(${out.skippedBytes} bytes), by their footers")
+            out.scan
+          case Left(why) =>
+            numbers += name -> s"none: $why"
+            t.scan
+        }
+      case _ => t.scan
+    }
+
     /** Each key's distinct non-NULL values over the small side's rows. */
     private def keyValues(o: Orientation, side: SmallSideRows): Either[String, Seq[Seq[Any]]] =
       try {
@@ -317,10 +344,14 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
         reused: Boolean): (LogicalPlan, LogicalPlan) = {
       val local = LocalRelation(o.small.output, side.rows)
       local.setTagValue(JoinKeyValuePushdown.EvaluatedSide, ())
+      val skipping = mutable.ArrayBuffer.empty[(String, Any)]
       val newBig = if (side.rows.isEmpty) o.big else {
         o.keys.zip(values).foldLeft(o.big) { case (big, (key, keyValues)) =>
-          ValueSetPushdown.walk(big, key.bigKey,
-            t => Some(ValueSetPushdown.predicate(t, keyValues, maxInValues))).plan
+          ValueSetPushdown.walk(big, key.bigKey, { t =>
+            val columnValues = ValueSetPushdown.columnValues(t, keyValues)
+            val scan = skipFiles(t, columnValues, skipping)
+            Some(Filter(ValueSetPushdown.predicate(t, columnValues, maxInValues), scan))
+          }).plan
         }
       }
       val targets = o.keys.flatMap(_.targets)
@@ -335,6 +366,7 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
         "evaluationMs" -> (if (reused) "0 (evaluated for an earlier join)" else side.millis)) ++
         perKey ++
         Seq("prunedScans" -> targets.map(_.describe).distinct.mkString(", ")) ++
+        skipping.toSeq ++
         (if (o.notPushed.nonEmpty) Seq("notPushed" -> o.notPushed.mkString("; ")) else Nil) ++
         (if (dpp) Seq("dynamicPartitionPruning" -> "not needed on this join") else Nil)
       val reason = if (side.rows.isEmpty) {

@@ -68,26 +68,26 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
 
   /**
    * Walks `key` (an expression over `plan`'s output) down to its scans. For each scan it
-   * reaches, `predicate` gives the filter to put above it (None leaves the scan as it is, which
-   * is how the rule looks before it evaluates anything).
+   * reaches, `replace` gives the plan to put in its place, the scan under a filter (None leaves
+   * the scan as it is, which is how the rule looks before it evaluates anything).
    */
-  def walk(plan: LogicalPlan, key: Expression, predicate: Target => Option[Expression]): Walk = {
+  def walk(plan: LogicalPlan, key: Expression, replace: Target => Option[LogicalPlan]): Walk = {
     def stop(why: String) = Walk(plan, Nil, Seq(why))
     if (!key.deterministic) return stop(s"the key ${key.sql} is not deterministic")
     plan match {
       case leaf: LeafNode =>
         target(leaf, key) match {
-          case Right(t) => Walk(predicate(t).map(Filter(_, leaf)).getOrElse(leaf), Seq(t), Nil)
+          case Right(t) => Walk(replace(t).getOrElse(leaf), Seq(t), Nil)
           case Left(why) => stop(why)
         }
 
       case f @ Filter(condition, child) =>
-        if (condition.deterministic) walk(child, key, predicate).map(c => f.copy(child = c))
+        if (condition.deterministic) walk(child, key, replace).map(c => f.copy(child = c))
         else stop("a non-deterministic filter is in the way")
 
       case p @ Project(projectList, child) =>
         if (projectList.forall(_.deterministic)) {
-          walk(child, replaceAlias(key, getAliasMap(p)), predicate).map(c => p.copy(child = c))
+          walk(child, replaceAlias(key, getAliasMap(p)), replace).map(c => p.copy(child = c))
         } else {
           stop("a non-deterministic projection is in the way")
         }
@@ -98,7 +98,7 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
         if (!a.aggregateExpressions.forall(_.deterministic)) {
           stop("a non-deterministic aggregate is in the way")
         } else if (replaced.references.subsetOf(a.child.outputSet)) {
-          walk(a.child, replaced, predicate).map(c => a.copy(child = c))
+          walk(a.child, replaced, replace).map(c => a.copy(child = c))
         } else {
           stop(s"the key ${key.sql} is computed by an aggregate")
         }
@@ -107,9 +107,9 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
         if (!condition.forall(_.deterministic)) {
           stop("a join with a non-deterministic condition is in the way")
         } else if (key.references.subsetOf(left.outputSet) && filtersLeft(joinType)) {
-          walk(left, key, predicate).map(l => j.copy(left = l))
+          walk(left, key, replace).map(l => j.copy(left = l))
         } else if (key.references.subsetOf(right.outputSet) && filtersRight(joinType)) {
-          walk(right, key, predicate).map(r => j.copy(right = r))
+          walk(right, key, replace).map(r => j.copy(right = r))
         } else {
           stop(s"the key comes through the preserved side of a ${joinType.sql} join")
         }
@@ -122,14 +122,14 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
             case a: Attribute if output.exists(_.exprId == a.exprId) =>
               child.output(output.indexWhere(_.exprId == a.exprId))
           }
-          walk(child, childKey, predicate)
+          walk(child, childKey, replace)
         }
         Walk(u.withNewChildren(walks.map(_.plan)), walks.flatMap(_.targets),
           walks.flatMap(_.blocked))
 
       case u: UnaryNode if passesFilters(u) =>
         if (u.expressions.forall(_.deterministic)) {
-          walk(u.child, key, predicate).map(c => u.withNewChildren(Seq(c)))
+          walk(u.child, key, replace).map(c => u.withNewChildren(Seq(c)))
         } else {
           stop(s"a non-deterministic ${u.nodeName} is in the way")
         }
@@ -218,15 +218,21 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
   }
 
   /**
-   * The predicate for `target` given the join key's distinct non-null values (internal values
-   * of the key's type). Partition columns get the whole set; data columns get the range, and the
-   * set too when it has at most `maxInValues` values.
+   * The column values of `target` that the join key's distinct non-null values (internal values
+   * of the key's type) can match, sorted, so that the same values always give the same plan.
    */
-  def predicate(target: Target, keyValues: Seq[Any], maxInValues: Int): Expression = {
+  def columnValues(target: Target, keyValues: Seq[Any]): Seq[Any] = {
     val column = target.column
-    val ordering = TypeUtils.getInterpretedOrdering(column.dataType)
-    // Sorted, so that the same values always give the same plan.
-    val values = Narrowing.toColumn(keyValues, target.keyType, column.dataType).sorted(ordering)
+    Narrowing.toColumn(keyValues, target.keyType, column.dataType)
+      .sorted(TypeUtils.getInterpretedOrdering(column.dataType))
+  }
+
+  /**
+   * The predicate for `target` given its sorted `columnValues`. Partition columns get the whole
+   * set; data columns get the range, and the set too when it has at most `maxInValues` values.
+   */
+  def predicate(target: Target, values: Seq[Any], maxInValues: Int): Expression = {
+    val column = target.column
     if (values.isEmpty) {
       Literal.FalseLiteral
     } else target.use match {

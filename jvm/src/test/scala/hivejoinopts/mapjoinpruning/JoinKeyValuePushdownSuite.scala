@@ -148,6 +148,60 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
     }
   }
 
+  private def filesRead(scan: FileSourceScanExec): Long = scan.metrics("numFiles").value
+
+  private def skippedFiles(df: DataFrame): String =
+    ruleDecisions(df).flatMap(_.numbers.toMap.get("skippedFiles(fact.k)")).mkString
+
+  test("Parquet files whose footers hold none of the values are not opened") {
+    // The fact table is 4 files sorted by k: the keys 0 to 9 are all in the first.
+    for (keyType <- Seq("int", "bigint", "smallint")) {
+      withStar(keyType = keyType) {
+        val (off, on) = offAndOn(sql(rangeQuery))
+        assert(filesRead(scanOf(off, "fact")) == 4, keyType)
+        assert(filesRead(scanOf(on, "fact")) == 1, keyType)
+        assert(scanOf(on, "fact").relation.location.isInstanceOf[FooterPrunedFileIndex], keyType)
+        assert(skippedFiles(sql(rangeQuery)).startsWith("3 of 4 files"), keyType)
+        withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES.key -> "0") {
+          assert(filesRead(scanOf(executedPlan(sql(rangeQuery)), "fact")) == 4, keyType)
+          assert(skippedFiles(sql(rangeQuery)) == "none: bigSide.skipFiles.maxFiles is 0")
+        }
+        withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES.key -> "3") {
+          assert(skippedFiles(sql(rangeQuery)).contains("4 files, over"), keyType)
+        }
+      }
+    }
+  }
+
+  test("file skipping on strings compares bytes; other types keep their files") {
+    withStar(keyType = "string") {
+      // The keys 50 to 59 sort next to each other as text, in one or two of the 4 files.
+      val query = "SELECT count(*), sum(v) FROM fact JOIN dim ON fact.k = dim.k " +
+        "WHERE dim.w >= 500 AND dim.w < 600"
+      val (off, on) = offAndOn(sql(query))
+      assert(filesRead(scanOf(on, "fact")) < filesRead(scanOf(off, "fact")), on)
+      assert(skippedFiles(sql(query)).contains("of 4 files"))
+    }
+    for (keyType <- Seq("date", "decimal(10,2)")) {
+      withStar(keyType = keyType) {
+        val (_, on) = offAndOn(sql(rangeQuery))
+        assert(filesRead(scanOf(on, "fact")) == 4, keyType)
+        assert(skippedFiles(sql(rangeQuery)).startsWith("none: each of the 4 files"), keyType)
+      }
+    }
+  }
+
+  test("a file written again, or added, after its footer was read is read again") {
+    withStar() {
+      val scan = scanOf(withExtension(on = true)(executedPlan(sql(rangeQuery))), "fact")
+      val index = scan.relation.location.asInstanceOf[FooterPrunedFileIndex]
+      assert(index.listFiles(Nil, Nil).flatMap(_.files).size == 1)
+      val moved = index.copy(skipped = index.skipped.map { case (p, len, t) => (p, len, t + 1) })
+      assert(moved.listFiles(Nil, Nil).flatMap(_.files).size == 4)
+      assert(moved.sizeInBytes <= index.underlying.sizeInBytes)
+    }
+  }
+
   test("partition column, shuffle join: only the matching partitions are read") {
     withStar(partitioned = true) {
       withSQLConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {

@@ -1,0 +1,111 @@
+package hivejoinopts.mapjoinpruning
+
+import java.util.concurrent.{Callable, ExecutorService, Executors, TimeoutException, TimeUnit}
+
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.FileStatus
+import org.apache.parquet.hadoop.ParquetFileReader
+import org.apache.parquet.hadoop.util.HadoopInputFile
+import org.apache.parquet.schema.PrimitiveType
+
+import org.apache.spark.internal.Logging
+
+/** The statistics of one row group on one column: its rows, and its [min, max] if it has one. */
+private[mapjoinpruning] final case class RowGroupStats(rows: Long, range: Option[(Any, Any)])
+
+/**
+ * One top-level column of one Parquet file, from its footer: the column's Parquet type and the
+ * statistics of each row group (in file order).
+ */
+private[mapjoinpruning] final case class ColumnChunks(
+    primitive: PrimitiveType,
+    rowGroups: IndexedSeq[RowGroupStats]) {
+
+  def comparator: java.util.Comparator[Any] =
+    primitive.comparator().asInstanceOf[java.util.Comparator[Any]]
+}
+
+/**
+ * Reads the statistics of one column from Parquet footers on the driver. A footer is a small
+ * read with its own latency, so footers are read side by side, and what was read is kept (the
+ * last 4096 columns of files, by path, length, modification time and column): the next query on
+ * the same files reads none. Only the column's row-group ranges are kept, not whole footers.
+ */
+private[mapjoinpruning] object ParquetFooters extends Logging {
+
+  private val MaxCached = 4096
+
+  private type Key = (String, Long, Long, String)
+
+  private val cache = new java.util.LinkedHashMap[Key, Option[ColumnChunks]](64, 0.75f, true) {
+    override def removeEldestEntry(e: java.util.Map.Entry[Key, Option[ColumnChunks]]): Boolean =
+      size() > MaxCached
+  }
+
+  private lazy val readers: ExecutorService = Executors.newFixedThreadPool(4, (r: Runnable) => {
+    val t = new Thread(r, "hive-join-opts-footer-reader")
+    t.setDaemon(true)
+    t
+  })
+
+  /**
+   * For each file, the column's chunks; None for a file whose footer could not be read by the
+   * deadline, or that has no single top-level column of that name (matched as Spark does by
+   * default, ignoring case).
+   */
+  def column(
+      files: Seq[FileStatus],
+      column: String,
+      hadoopConf: Configuration,
+      deadlineNanos: Long): Seq[Option[ColumnChunks]] = {
+    val pending = files.map(f => readers.submit(new Callable[Option[ColumnChunks]] {
+      override def call(): Option[ColumnChunks] = chunks(f, column, hadoopConf)
+    }))
+    pending.map { p =>
+      try p.get(math.max(0L, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS) catch {
+        case _: TimeoutException =>
+          p.cancel(true)
+          None
+      }
+    }
+  }
+
+  private def chunks(f: FileStatus, column: String, hadoopConf: Configuration)
+      : Option[ColumnChunks] = {
+    val key = (f.getPath.toString, f.getLen, f.getModificationTime, column.toLowerCase)
+    val cached = cache.synchronized(if (cache.containsKey(key)) Some(cache.get(key)) else None)
+    cached.getOrElse {
+      val read = try {
+        val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(f, hadoopConf))
+        try fromFooter(reader, column) finally reader.close()
+      } catch {
+        case NonFatal(e) =>
+          logDebug(s"hive-join-opts: cannot read the footer of ${f.getPath}", e)
+          return None
+      }
+      cache.synchronized(cache.put(key, read))
+      read
+    }
+  }
+
+  private def fromFooter(reader: ParquetFileReader, column: String): Option[ColumnChunks] = {
+    val fields = reader.getFileMetaData.getSchema.getFields.asScala
+      .filter(_.getName.equalsIgnoreCase(column))
+    fields.toSeq match {
+      case Seq(field) if field.isPrimitive =>
+        val primitive = field.asPrimitiveType()
+        val rowGroups = reader.getFooter.getBlocks.asScala.map { block =>
+          val stats = block.getColumns.asScala
+            .find(c => c.getPath.size == 1 && c.getPath.toArray.head == field.getName)
+            .map(_.getStatistics)
+            .filter(s => s != null && !s.isEmpty && s.hasNonNullValue)
+          RowGroupStats(block.getRowCount, stats.map(s => (s.genericGetMin, s.genericGetMax)))
+        }.toIndexedSeq
+        Some(ColumnChunks(primitive, rowGroups))
+      case _ => None
+    }
+  }
+}
