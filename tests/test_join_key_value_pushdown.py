@@ -90,6 +90,28 @@ def test_keys_become_pushed_filters_of_the_big_scan(spark, tmp_path, fmt, key_ty
         assert "In(k," not in spark.sql(STAR_QUERY)._jdf.queryExecution().executedPlan().toString()
 
 
+def test_parquet_files_that_hold_no_value_are_dropped_from_the_scan(spark, tmp_path):
+    # fact is 4 files sorted by k: the keys 0 to 9 are all in the first.
+    star(spark, tmp_path, "parquet")
+    query = ("SELECT count(*) AS n, sum(v) AS s FROM fact JOIN dim ON fact.k = dim.k "
+             "WHERE dim.k < 10")
+
+    def fact_files(df) -> int:
+        return sum("/fact/" in f for f in df.inputFiles())
+
+    with conf(spark, SMALL_DATA):
+        answer_off_equals_on(spark, query)
+        assert fact_files(spark.sql(query)) == 1
+        (d,) = rule_decisions(spark, query)
+        assert d.numbers["skippedFiles(fact.k)"].startswith("3 of 4 files"), d
+    no_skipping = to_conf({"map_join_pruning_big_side_skip_files_max_files": 0})
+    with conf(spark, dict(SMALL_DATA, **no_skipping)):
+        assert fact_files(spark.sql(query)) == 4
+        answer_off_equals_on(spark, query)
+    with conf(spark, {"spark.sql.hiveJoinOpts.enabled": "false"}):
+        assert fact_files(spark.sql(query)) == 4
+
+
 def test_partitioned_shuffle_join_reads_only_matching_partitions(spark, tmp_path):
     star(spark, tmp_path, "parquet", partitioned=True)
     settings = dict(SMALL_DATA, **{"spark.sql.autoBroadcastJoinThreshold": "-1"})
