@@ -7,7 +7,6 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.catalyst.util.CollationFactory
 import org.apache.spark.sql.execution.datasources.{FileIndex, HadoopFsRelation, LogicalRelation, PartitionDirectory, PartitioningAwareFileIndex}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
@@ -25,8 +24,7 @@ private[mapjoinpruning] final case class FooterPrunedFileIndex(
     skipped: Set[(String, Long, Long)],
     skippedBytes: Long) extends FileIndex {
 
-  private def kept(f: FileStatus): Boolean =
-    !skipped.contains((f.getPath.toString, f.getLen, f.getModificationTime))
+  private def kept(f: FileStatus): Boolean = !skipped.contains(ParquetFooters.fileVersion(f))
 
   override def rootPaths: Seq[Path] = underlying.rootPaths
 
@@ -92,7 +90,7 @@ private[mapjoinpruning] object ParquetFileSkipping {
       underlying match {
         case index: PartitioningAwareFileIndex =>
           val files = index.allFiles().filterNot(f =>
-            already.contains((f.getPath.toString, f.getLen, f.getModificationTime)))
+            already.contains(ParquetFooters.fileVersion(f)))
           if (files.size > maxFiles) {
             Left(s"${files.size} files, over bigSide.skipFiles.maxFiles ($maxFiles)")
           } else {
@@ -108,7 +106,7 @@ private[mapjoinpruning] object ParquetFileSkipping {
             } else {
               val bytes = empty.map(_.getLen).sum
               val pruned = FooterPrunedFileIndex(underlying,
-                already ++ empty.map(f => (f.getPath.toString, f.getLen, f.getModificationTime)),
+                already ++ empty.map(ParquetFooters.fileVersion),
                 alreadyBytes + bytes)
               Right(Outcome(l.copy(relation = fs.copy(location = pruned)(fs.sparkSession)),
                 files.size, empty.size, bytes))
@@ -121,14 +119,12 @@ private[mapjoinpruning] object ParquetFileSkipping {
   }
 
   /** True when no row group of the column can hold a value in [lo, hi]. */
-  private def holdsNone(c: ColumnChunks, columnType: DataType, lo: Any, hi: Any): Boolean = {
-    val outside: Option[(Any, Any) => Boolean] = order(c, columnType).map { cmp =>
-      (min: Any, max: Any) => cmp(max, lo) < 0 || cmp(min, hi) > 0
+  private def holdsNone(c: ColumnChunks, columnType: DataType, lo: Any, hi: Any): Boolean =
+    order(c, columnType).exists { cmp =>
+      c.rowGroups.forall(rg => rg.rows == 0 || rg.range.exists { case (min, max) =>
+        cmp(max, lo) < 0 || cmp(min, hi) > 0
+      })
     }
-    outside.exists { out =>
-      c.rowGroups.forall(rg => rg.rows == 0 || rg.range.exists { case (min, max) => out(min, max) })
-    }
-  }
 
   /**
    * How a footer statistic compares with a value of the column's type, where the file's type
@@ -144,7 +140,7 @@ private[mapjoinpruning] object ParquetFileSkipping {
         Some((stat, value) => java.lang.Long.compare(
           stat.asInstanceOf[Number].longValue, value.asInstanceOf[Number].longValue))
       case (s: StringType, PrimitiveTypeName.BINARY, _: StringLogicalTypeAnnotation)
-          if s.collationId == CollationFactory.UTF8_BINARY_COLLATION_ID && !s.isInstanceOf[CharType] &&
+          if ValueSetPushdown.supportedType(s) && !s.isInstanceOf[CharType] &&
             !s.isInstanceOf[VarcharType] =>
         Some((stat, value) => UTF8String.fromBytes(
           stat.asInstanceOf[org.apache.parquet.io.api.Binary].getBytes)

@@ -3,7 +3,7 @@ package hivejoinopts.mapjoinpruning
 import java.util.concurrent.{Callable, ExecutorService, Executors, TimeoutException, TimeUnit}
 
 import scala.jdk.CollectionConverters._
-import scala.util.control.NonFatal
+import scala.util.{Failure, Success, Try}
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.FileStatus
@@ -73,21 +73,27 @@ private[mapjoinpruning] object ParquetFooters extends Logging {
     }
   }
 
+  /** A file as it was when read: a file written again under the same path is another. */
+  def fileVersion(f: FileStatus): (String, Long, Long) =
+    (f.getPath.toString, f.getLen, f.getModificationTime)
+
   private def chunks(f: FileStatus, column: String, hadoopConf: Configuration)
       : Option[ColumnChunks] = {
-    val key = (f.getPath.toString, f.getLen, f.getModificationTime, column.toLowerCase)
-    val cached = cache.synchronized(if (cache.containsKey(key)) Some(cache.get(key)) else None)
-    cached.getOrElse {
-      val read = try {
+    val (path, length, modified) = fileVersion(f)
+    val key = (path, length, modified, column.toLowerCase)
+    cache.synchronized(Option(cache.get(key))).getOrElse {
+      Try {
         val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(f, hadoopConf))
         try fromFooter(reader, column) finally reader.close()
-      } catch {
-        case NonFatal(e) =>
+      } match {
+        case Success(read) =>
+          cache.synchronized(cache.put(key, read))
+          read
+        case Failure(e) =>
+          // Not kept: the next query tries again.
           logDebug(s"hive-join-opts: cannot read the footer of ${f.getPath}", e)
-          return None
+          None
       }
-      cache.synchronized(cache.put(key, read))
-      read
     }
   }
 

@@ -426,7 +426,8 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
       val decisions = ruleDecisions(sql(starQuery))
       // explain plans the query once; the inner query adds no record of its own (the
       // DataFrame's own analysis may open an empty one: analyzer rules enter the log too).
-      val recorded = DecisionLog.queriesOf(spark).filter(q => q.queryId > before && q.decisions.nonEmpty)
+      val recorded = DecisionLog.queriesOf(spark)
+        .filter(q => q.queryId > before && q.decisions.nonEmpty)
       assert(recorded.size == 1, recorded.map(_.decisions))
       assert(decisions.size == 1)
       val plan = executedPlan(sql(starQuery))
