@@ -104,24 +104,48 @@ def default_join_stage(stages: list[dict]) -> dict | None:
 
 
 def straggler_factor(stage: dict | None) -> float | None:
-    """Longest task / median task of the stage."""
+    """Longest task / median task of the stage, each task compared with tasks of its own kind:
+    those that read shuffle data and those that do not. A rewritten join's stage unions the
+    shuffle join's tasks with the map-side join's scan tasks, and a scan task is not the
+    median of the shuffle join's tasks. The larger factor of the two kinds."""
     if not stage or not stage["taskDurationsMs"]:
         return None
     durations = stage["taskDurationsMs"]
-    median = statistics.median(durations)
-    return max(durations) / max(median, 1.0)
+    reads = stage.get("taskShuffleReadBytes", [0] * len(durations))
+    kinds = ([d for d, r in zip(durations, reads) if r > 0],
+             [d for d, r in zip(durations, reads) if r == 0])
+    return max(max(kind) / max(statistics.median(kind), 1.0) for kind in kinds if kind)
 
 
 def simulated_wall_ms(stages: list[dict], slots: int = 64) -> float:
-    """Wall time of the measured tasks on `slots` slots: each stage's tasks are scheduled
-    longest first onto the least loaded slot, and stages run one after another."""
-    total = 0.0
-    for stage in stages:
-        load = [0.0] * slots
+    """Wall time of the measured tasks on `slots` slots. Stages are taken in the order they
+    were submitted; a stage waits for every stage that had completed before it was submitted,
+    and runs beside the others (a stage submitted while another still ran cannot depend on it,
+    as the scans of a join's two sides, which adaptive execution submits together; stages
+    submitted together are scheduled in stage order, as Spark's FIFO scheduler does). Its
+    tasks go longest first onto the slot that is free first. Without stage times, stages run one
+    after another."""
+    timed = all("submittedAtMs" in s and "completedAtMs" in s for s in stages)
+    ordered = (sorted(stages, key=lambda s: (s["submittedAtMs"], s["stageId"])) if timed
+               else stages)
+    free_at = [0.0] * slots
+    done: list[tuple[float, float]] = []  # (measured completion, simulated end) per stage
+    end = 0.0
+    for stage in ordered:
+        if timed:
+            ready = max((sim_end for completed, sim_end in done
+                         if completed <= stage["submittedAtMs"]), default=0.0)
+        else:
+            ready = end
+        stage_end = ready
         for d in sorted(stage["taskDurationsMs"], reverse=True):
-            heapq.heapreplace(load, load[0] + d)
-        total += max(load)
-    return total
+            task_end = max(heapq.heappop(free_at), ready) + d
+            heapq.heappush(free_at, task_end)
+            stage_end = max(stage_end, task_end)
+        if timed:
+            done.append((stage["completedAtMs"], stage_end))
+        end = max(end, stage_end)
+    return end
 
 
 @dataclass

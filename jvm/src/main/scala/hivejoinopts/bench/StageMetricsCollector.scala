@@ -21,18 +21,23 @@ final case class TaskRecord(
 
 /**
  * Collects the tasks of the jobs a benchmark runs, so that it can report bytes read and shuffled
- * and the straggler factor of a stage. Listener events arrive asynchronously, hence [[awaitIdle]].
+ * and the straggler factor of a stage, and when each stage was submitted and completed, so that
+ * a simulation can tell the stages that ran side by side from those that waited for others.
+ * Listener events arrive asynchronously, hence [[awaitIdle]].
  */
 class StageMetricsCollector extends SparkListener {
 
   private val tasks = new ConcurrentLinkedQueue[TaskRecord]()
   private val stageNames = new java.util.concurrent.ConcurrentHashMap[Int, String]()
+  // (submission, completion) epoch milliseconds of each finished stage attempt.
+  private val stageTimes = new java.util.concurrent.ConcurrentHashMap[(Int, Int), (Long, Long)]()
   @volatile private var openJobs = 0
   @volatile private var lastEventAt = System.nanoTime()
 
   def reset(): Unit = {
     tasks.clear()
     stageNames.clear()
+    stageTimes.clear()
   }
 
   override def onJobStart(e: SparkListenerJobStart): Unit = synchronized {
@@ -47,6 +52,14 @@ class StageMetricsCollector extends SparkListener {
 
   override def onStageSubmitted(e: SparkListenerStageSubmitted): Unit = {
     stageNames.put(e.stageInfo.stageId, e.stageInfo.name)
+    lastEventAt = System.nanoTime()
+  }
+
+  override def onStageCompleted(e: SparkListenerStageCompleted): Unit = {
+    val info = e.stageInfo
+    for (submitted <- info.submissionTime; completed <- info.completionTime) {
+      stageTimes.put((info.stageId, info.attemptNumber()), (submitted, completed))
+    }
     lastEventAt = System.nanoTime()
   }
 
@@ -86,6 +99,10 @@ class StageMetricsCollector extends SparkListener {
         gen.writeNumberField("stageId", stageId)
         gen.writeNumberField("attempt", attempt)
         gen.writeStringField("name", Option(stageNames.get(stageId)).getOrElse(""))
+        Option(stageTimes.get((stageId, attempt))).foreach { case (submitted, completed) =>
+          gen.writeNumberField("submittedAtMs", submitted)
+          gen.writeNumberField("completedAtMs", completed)
+        }
         gen.writeNumberField("inputBytes", rs.map(_.inputBytes).sum)
         gen.writeNumberField("shuffleReadBytes", rs.map(_.shuffleReadBytes).sum)
         gen.writeNumberField("shuffleWriteBytes", rs.map(_.shuffleWriteBytes).sum)
@@ -94,6 +111,9 @@ class StageMetricsCollector extends SparkListener {
         gen.writeEndArray()
         gen.writeArrayFieldStart("taskRunTimesMs")
         rs.foreach(r => gen.writeNumber(r.runTimeMs))
+        gen.writeEndArray()
+        gen.writeArrayFieldStart("taskShuffleReadBytes")
+        rs.foreach(r => gen.writeNumber(r.shuffleReadBytes))
         gen.writeEndArray()
         gen.writeEndObject()
     }

@@ -1,0 +1,77 @@
+"""The benchmark's derived numbers: the 64-slot simulation and the straggler factor."""
+
+from __future__ import annotations
+
+from hive_join_opts.bench.harness import simulated_wall_ms, straggler_factor
+
+
+def stage(durations, submitted=None, completed=None, stage_id=0):
+    s = {"stageId": stage_id, "taskDurationsMs": list(durations)}
+    if submitted is not None:
+        s.update(submittedAtMs=submitted, completedAtMs=completed)
+    return s
+
+
+def test_stages_submitted_together_share_the_slots():
+    # The scans of a join's two sides, submitted at once, then the join stage after both.
+    big = stage([300] * 62, submitted=1000, completed=9000, stage_id=1)
+    small = stage([400] * 2, submitted=1000, completed=3000, stage_id=2)
+    join = stage([2500] + [100] * 50, submitted=9001, completed=12000, stage_id=3)
+    # 64 scan tasks on 64 slots all start at once; the join starts when both scans ended.
+    assert simulated_wall_ms([big, small, join]) == 400 + 2500
+    assert simulated_wall_ms([join, small, big]) == 400 + 2500
+    # The same stages without their times run one after another.
+    untimed = [{"taskDurationsMs": s["taskDurationsMs"]} for s in (big, small, join)]
+    assert simulated_wall_ms(untimed) == 300 + 400 + 2500
+
+
+def test_stages_submitted_together_are_scheduled_in_stage_order():
+    # Spark's FIFO scheduler offers slots to the earlier stage first: the small stage's two
+    # tasks wait for the first of the big stage's 64 tasks to end.
+    big = stage([300] * 64, submitted=0, completed=5000, stage_id=1)
+    small = stage([400] * 2, submitted=0, completed=5000, stage_id=2)
+    assert simulated_wall_ms([small, big]) == 300 + 400
+    # The other way round, the small stage's tasks start at once and the big stage's last two
+    # wait for the slots its first tasks free at 300 ms.
+    big["stageId"], small["stageId"] = 2, 1
+    assert simulated_wall_ms([small, big]) == 300 + 300
+
+
+def test_a_stage_waits_for_the_stages_that_completed_before_it_was_submitted():
+    first = stage([500], submitted=0, completed=500)
+    second = stage([700], submitted=600, completed=1300)
+    third = stage([100], submitted=700, completed=800)  # submitted while `second` ran
+    assert simulated_wall_ms([first, second, third]) == 500 + 700
+
+
+def test_without_stage_times_stages_run_one_after_another():
+    stages = [stage([300] * 62), stage([400] * 8), stage([2500] + [100] * 50)]
+    assert simulated_wall_ms(stages) == 300 + 400 + 2500
+    # On two slots the join stage's 2500 ms task runs beside its 50 short ones:
+    # 31 * 300, then 4 * 400, then (2500 + 50 * 100) / 2 rounded up to whole tasks.
+    assert simulated_wall_ms(stages, slots=2) == 9300 + 1600 + 3800
+
+
+def test_longest_tasks_are_placed_first():
+    # Longest first onto the slot free first: 9 | 5+3 | 4+3 finishes at 9 on three slots;
+    # in the order given (3, 9, 3, 4, 5) it would take 3+4 | 9 | 3+5 = 9 too, but
+    # (3, 3, 4, 5, 9) would take 3+5 | 3+9 | 4 = 12.
+    assert simulated_wall_ms([stage([3, 3, 4, 5, 9])], slots=3) == 9
+
+
+def test_straggler_factor_is_longest_over_median():
+    assert straggler_factor(stage([100, 100, 100, 1000])) == 10.0
+    assert straggler_factor(stage([])) is None
+    assert straggler_factor(None) is None
+
+
+def test_straggler_factor_compares_a_task_with_tasks_of_its_kind():
+    # A union stage: 64 shuffle-join tasks of ~250 ms beside 70 short map-side scan tasks.
+    union = stage([250] * 63 + [300] + [40] * 70)
+    union["taskShuffleReadBytes"] = [1 << 20] * 64 + [0] * 70
+    assert straggler_factor(union) == 300 / 250
+    union["taskDurationsMs"][-1] = 100  # a scan task 2.5 times its kind's median
+    assert straggler_factor(union) == 100 / 40
+    # Compared across kinds, the short scan tasks would make the median.
+    del union["taskShuffleReadBytes"]
+    assert straggler_factor(union) == 300 / 40
