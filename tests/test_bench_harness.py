@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hive_join_opts.bench.harness import simulated_wall_ms, straggler_factor
+from hive_join_opts.bench.harness import shuffle_join_stage, simulated_wall_ms, straggler_factor
 
 
 def stage(durations, submitted=None, completed=None, stage_id=0):
@@ -75,3 +75,27 @@ def test_straggler_factor_compares_a_task_with_tasks_of_its_kind():
     # Compared across kinds, the short scan tasks would make the median.
     del union["taskShuffleReadBytes"]
     assert straggler_factor(union) == 300 / 40
+
+
+def test_straggler_factor_leaves_out_tasks_that_read_no_row():
+    # The map-side branch's scan: 8 splits read the heavy key's row groups, 54 skip them all.
+    scan = stage([60, 62, 64, 66, 68, 70, 72, 90] + [15] * 54)
+    scan["taskShuffleReadBytes"] = [0] * 62
+    scan["taskRowsRead"] = [500_000] * 8 + [0] * 54
+    assert straggler_factor(scan) == 90 / 67
+    # A stage where no task reads a row (a stage over an empty input) keeps all its tasks.
+    scan["taskRowsRead"] = [0] * 62
+    assert straggler_factor(scan) == 90 / 15
+
+
+def test_the_shuffle_join_stage_is_the_heaviest_stage_that_reads_shuffle_data():
+    big_scan = stage([300] * 62, stage_id=1)
+    small_scan = stage([100] * 8, stage_id=2)
+    join = stage([2500] + [100] * 50, stage_id=3)
+    aggregate = stage([20] * 64, stage_id=4)
+    for s in (big_scan, small_scan):
+        s["taskShuffleReadBytes"] = [0] * len(s["taskDurationsMs"])
+    for s in (join, aggregate):
+        s["taskShuffleReadBytes"] = [1 << 20] * len(s["taskDurationsMs"])
+    assert shuffle_join_stage([big_scan, small_scan, join, aggregate]) is join
+    assert shuffle_join_stage([big_scan, small_scan]) is None

@@ -107,14 +107,26 @@ def straggler_factor(stage: dict | None) -> float | None:
     """Longest task / median task of the stage, each task compared with tasks of its own kind:
     those that read shuffle data and those that do not. A rewritten join's stage unions the
     shuffle join's tasks with the map-side join's scan tasks, and a scan task is not the
-    median of the shuffle join's tasks. The larger factor of the two kinds."""
+    median of the shuffle join's tasks. Tasks that read no row are left out: a scan split whose
+    row groups were all skipped did none of the join's work, and a stage of many such splits
+    would make the median an empty task. The larger factor of the two kinds."""
     if not stage or not stage["taskDurationsMs"]:
         return None
     durations = stage["taskDurationsMs"]
     reads = stage.get("taskShuffleReadBytes", [0] * len(durations))
-    kinds = ([d for d, r in zip(durations, reads) if r > 0],
-             [d for d, r in zip(durations, reads) if r == 0])
+    rows = stage.get("taskRowsRead", [1] * len(durations))
+    working = [i for i in range(len(durations)) if rows[i] > 0] or list(range(len(durations)))
+    kinds = ([durations[i] for i in working if reads[i] > 0],
+             [durations[i] for i in working if reads[i] == 0])
     return max(max(kind) / max(statistics.median(kind), 1.0) for kind in kinds if kind)
+
+
+def shuffle_join_stage(stages: list[dict]) -> dict | None:
+    """The stage that runs a shuffle join: of the stages whose tasks read shuffle data, the one
+    with the most task time (the scans below the join and the aggregation above it are
+    other stages). A rewritten join runs its map-side branch in the same stage."""
+    joins = [s for s in stages if any(b > 0 for b in s.get("taskShuffleReadBytes", []))]
+    return max(joins, key=lambda s: sum(s["taskDurationsMs"]), default=None)
 
 
 def simulated_wall_ms(stages: list[dict], slots: int = 64) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .harness import Dataset, Scenario, register
+from .harness import Dataset, Scenario, register, shuffle_join_stage
 
 BIG_ROWS = 20_000_000
 OTHER_ROWS = 2_000_000
@@ -23,8 +23,8 @@ MB = 1024 * 1024
 
 def _thresholds_at(scale: float) -> dict[str, str]:
     """The session plans as a 64-slot cluster would (Spark's default 200 shuffle partitions,
-    scan splits and the minimum number of partitions AQE coalesces to), so that the 64-slot simulation schedules the tasks such a cluster
-    runs. Spark's size thresholds (and the detection threshold) scale with the data: at scale 1
+    scan splits and the minimum number of partitions AQE coalesces to), so that the 64-slot
+    simulation schedules the tasks such a cluster runs. Spark's size thresholds (and the detection threshold) scale with the data: at scale 1
     they are the defaults, and a smaller run (the demo, CI) keeps the same proportions, so the
     other side is still too big to broadcast."""
     return {
@@ -81,7 +81,8 @@ AGGREGATES = "count(*) AS n, sum(b.v) AS v, sum(d.w) AS w, count(b.k) AS bk, cou
 
 def _scenario(name: str, title: str, sql: str, table: str = "skewed", **kwargs) -> Scenario:
     return Scenario(name=f"skew_join_split_{name}", family="skewJoin", title=title,
-                    dataset=DATASETS[table], sql=sql, scaled_conf=_thresholds_at, **kwargs)
+                    dataset=DATASETS[table], sql=sql, scaled_conf=_thresholds_at,
+                    join_stage=shuffle_join_stage, **kwargs)
 
 
 register(

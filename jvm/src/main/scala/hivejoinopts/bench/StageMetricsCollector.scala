@@ -16,6 +16,8 @@ final case class TaskRecord(
     durationMs: Long,
     runTimeMs: Long,
     inputBytes: Long,
+    inputRecords: Long,
+    shuffleReadRecords: Long,
     shuffleReadBytes: Long,
     shuffleWriteBytes: Long)
 
@@ -72,6 +74,8 @@ class StageMetricsCollector extends SparkListener {
         e.taskInfo.duration,
         m.executorRunTime,
         m.inputMetrics.bytesRead,
+        m.inputMetrics.recordsRead,
+        m.shuffleReadMetrics.recordsRead,
         m.shuffleReadMetrics.totalBytesRead,
         m.shuffleWriteMetrics.bytesWritten))
     }
@@ -114,6 +118,10 @@ class StageMetricsCollector extends SparkListener {
         gen.writeEndArray()
         gen.writeArrayFieldStart("taskShuffleReadBytes")
         rs.foreach(r => gen.writeNumber(r.shuffleReadBytes))
+        gen.writeEndArray()
+        // Rows a task read from files or shuffles: 0 for a split whose row groups were skipped.
+        gen.writeArrayFieldStart("taskRowsRead")
+        rs.foreach(r => gen.writeNumber(r.inputRecords + r.shuffleReadRecords))
         gen.writeEndArray()
         gen.writeEndObject()
     }
