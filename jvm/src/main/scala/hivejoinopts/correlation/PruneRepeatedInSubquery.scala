@@ -1,9 +1,10 @@
 package hivejoinopts.correlation
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{And, Attribute, EqualTo, Expression, InSubquery, ListQuery, PredicateHelper}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, BindReferences, EqualTo, Expression, InSubquery, ListQuery, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.Inner
-import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, JoinHint, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, JoinHint, LocalRelation, LogicalPlan, Project}
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
@@ -28,7 +29,10 @@ import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
  * for non-correlated single-column IN subqueries that are top-level conjuncts of the same filter
  * and test the same deterministic value, when the join is an inner join on that column alone (other
  * conditions may only read `R`) and `S'` reads the same rows as `S` ([[PlanMerger]], no filter on
- * either side).
+ * either side). One filter of `S'` is allowed: a filter on the joined column that every value of
+ * `R`'s column passes, as the value set that map-join pruning pushes into `S'` once it has
+ * evaluated `R` to a `LocalRelation` (subquery plans are optimized before this rule sees them).
+ * It only removes rows of `S'` that match no row of `R`.
  */
 case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLogicalRule
   with PredicateHelper {
@@ -90,9 +94,30 @@ case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLo
     val (keyConds, rest) = conds.partition(keyOf.isDefinedAt)
     if (keyConds.size != 1 || !rest.forall(_.references.subsetOf(kept.outputSet))) return None
     val otherKey = keyOf(keyConds.head)
+    val knownKey = known.output.head
     PlanMerger.merge(known, Project(Seq(otherKey), other))
-      .filter(m => m.aFilters.isEmpty && m.bFilters.isEmpty &&
-        m.bMap.get(otherKey).exists(_.exprId == known.output.head.exprId))
+      .filter(m => m.aFilters.isEmpty && m.bMap.get(otherKey).exists(_.exprId == knownKey.exprId) &&
+        m.bFilters.forall(passedByEveryValue(_, knownKey, kept, c)))
       .map(_ => Project(Seq(c), rest.reduceOption(And).map(Filter(_, kept)).getOrElse(kept)))
+  }
+
+  /**
+   * Whether `filter`, on the joined column `key` of the repeated rows alone, holds for every
+   * non-NULL value of `column` in `kept`, a `LocalRelation` (its rows are at hand and bounded:
+   * map-join pruning evaluates only small sides). Then the filter drops no row the join keeps.
+   */
+  private def passedByEveryValue(
+      filter: Expression,
+      key: Attribute,
+      kept: LogicalPlan,
+      column: Attribute): Boolean = (kept, filter.references.toSeq) match {
+    case (local: LocalRelation, Seq(ref)) if ref.exprId == key.exprId && filter.deterministic &&
+        ref.dataType == column.dataType =>
+      val ordinal = local.output.indexWhere(_.exprId == column.exprId)
+      val bound = BindReferences.bindReference(filter, Seq(ref))
+      ordinal >= 0 && scala.util.Try(local.data.iterator.map(_.get(ordinal, column.dataType))
+        .filter(_ != null)
+        .forall(v => bound.eval(InternalRow(v)) == true)).getOrElse(false)
+    case _ => false
   }
 }

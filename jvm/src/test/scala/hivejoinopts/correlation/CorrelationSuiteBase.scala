@@ -23,10 +23,10 @@ trait CorrelationSuiteBase extends HiveJoinOptsQueryTest {
     try org.apache.commons.io.FileUtils.deleteDirectory(dir) finally super.afterAll()
   }
 
-  /** Writes `df` as Parquet and registers it as the temporary view `name`. */
-  protected def table(name: String, df: DataFrame): Unit = {
+  /** Writes `df` as Parquet (with the writer's `options`) and registers it as the view `name`. */
+  protected def table(name: String, df: DataFrame, options: Map[String, String] = Map.empty): Unit = {
     val path = new File(dir, name).getCanonicalPath
-    df.write.mode("overwrite").parquet(path)
+    df.write.mode("overwrite").options(options).parquet(path)
     spark.read.parquet(path).createOrReplaceTempView(name)
   }
 

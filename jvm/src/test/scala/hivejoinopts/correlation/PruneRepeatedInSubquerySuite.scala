@@ -75,6 +75,34 @@ class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
     checkSameAnswer(spark.sql(filtered))
   }
 
+  test("map-join pruning's value set on the repeated rows does not stop the rule") {
+    // `sales` sorted by the order number in small row groups: map-join pruning evaluates `ret`
+    // while Spark optimizes the second subquery, and pushes its values into that copy of `wh`,
+    // before this rule sees the two subqueries side by side.
+    table("sorted_sales", spark.table("sales")
+      .repartitionByRange(4, org.apache.spark.sql.functions.col("o")).sortWithinPartitions("o")
+      .coalesce(1), Map("parquet.block.size" -> "2048"))
+    val sorted = q95.replace("sales", "sorted_sales")
+    withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES.key -> "0") {
+      val df = spark.sql(sorted)
+      assert(firedBy("JoinKeyValuePushdown", df).nonEmpty, decisionsOf(df).mkString("\n"))
+      assert(firedBy(Rule, df).nonEmpty, decisionsOf(df).mkString("\n"))
+      assert(checkSameAnswer(spark.sql(sorted)).head.getLong(0) > 0)
+      // A filter of the query's own on the repeated rows (not on the joined column alone) is
+      // not implied by the join: the rule stays away.
+      val filtered =
+        """WITH wh AS (SELECT a.o FROM sorted_sales a JOIN sorted_sales b ON a.o = b.o AND a.wh <> b.wh),
+          |wh2 AS (SELECT a.o FROM sorted_sales a JOIN sorted_sales b ON a.o = b.o AND a.wh <> b.wh
+          |        WHERE a.wh > 2)
+          |SELECT count(*) FROM sorted_sales s WHERE s.o IN (SELECT o FROM wh)
+          |AND s.o IN (SELECT ro FROM ret JOIN wh2 ON ret.ro = wh2.o)""".stripMargin
+      val filteredDf = spark.sql(filtered)
+      assert(firedBy("JoinKeyValuePushdown", filteredDf).nonEmpty)
+      assert(firedBy(Rule, filteredDf).isEmpty, decisionsOf(filteredDf).mkString("\n"))
+      checkSameAnswer(spark.sql(filtered))
+    }
+  }
+
   test("the flag switches the rule per session") {
     withSQLConf(HiveJoinOptsConf.PRUNE_REPEATED_IN_SUBQUERY.key -> "false") {
       assert(decisionsOf(spark.sql(q95)).forall(_.rule != Rule))
