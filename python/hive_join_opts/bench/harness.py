@@ -263,7 +263,10 @@ class Bench:
             self.spark.conf.unset(key)
         self._applied = set(conf)
         for key, value in conf.items():
-            self.spark.conf.set(key, value)
+            # Only what changes: setting a deprecated key (AQE's minimum partition count) warns
+            # at every SET.
+            if self.spark.conf.get(key, None) != value:
+                self.spark.conf.set(key, value)
 
     def _run(self, scenario: Scenario) -> Run:
         df = self.spark.sql(scenario.sql)._jdf
