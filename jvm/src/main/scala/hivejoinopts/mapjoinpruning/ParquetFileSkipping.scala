@@ -130,7 +130,7 @@ private[mapjoinpruning] object ParquetFileSkipping {
    * How a footer statistic compares with a value of the column's type, where the file's type
    * and annotation make the comparison exact: signed integers of either width, and strings.
    */
-  private def order(c: ColumnChunks, columnType: DataType): Option[(Any, Any) => Int] = {
+  def order(c: ColumnChunks, columnType: DataType): Option[(Any, Any) => Int] = {
     val annotation = c.primitive.getLogicalTypeAnnotation
     (columnType, c.primitive.getPrimitiveTypeName, annotation) match {
       case (ByteType | ShortType | IntegerType | LongType,

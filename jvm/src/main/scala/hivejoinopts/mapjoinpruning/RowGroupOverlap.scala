@@ -7,6 +7,7 @@ import org.apache.hadoop.fs.{FileStatus, Path}
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, PartitioningAwareFileIndex}
+import org.apache.spark.sql.types.DataType
 
 import hivejoinopts.compat.SparkShims
 
@@ -22,7 +23,7 @@ import hivejoinopts.compat.SparkShims
  * tested). The footers are read on the driver ([[ParquetFooters]]), so the sample is bounded by a
  * number of files and by the query's time budget.
  */
-private[mapjoinpruning] object RowGroupOverlap {
+private[hivejoinopts] object RowGroupOverlap {
 
   /** The median share of overlapping row groups, and how many files and row groups it is from. */
   final case class Overlap(share: Double, files: Int, rowGroups: Int)
@@ -56,6 +57,38 @@ private[mapjoinpruning] object RowGroupOverlap {
       }.sorted
       Some(Overlap(shares(shares.size / 2), files.size, rs.size))
     }
+  }
+
+  /**
+   * The share of rows, in up to `maxFiles` of the relation's files, in row groups whose
+   * statistics of `column` may hold one of `values` (values of `columnType`): what a filter on
+   * those values reads of the relation. None when the footers do not tell (no statistics, or a
+   * type whose statistics are not compared exactly).
+   */
+  def rowShareMayHold(
+      session: SparkSession,
+      relation: HadoopFsRelation,
+      column: String,
+      columnType: DataType,
+      values: Seq[Any],
+      maxFiles: Int,
+      deadlineNanos: Long): Option[Double] = {
+    val hadoopConf = SparkShims.classicSession(session).sessionState
+      .newHadoopConfWithOptions(relation.options)
+    val read = ParquetFooters.column(sample(relation, maxFiles, hadoopConf), column, hadoopConf,
+      deadlineNanos)
+    val counts = read.map(_.flatMap { c =>
+      ParquetFileSkipping.order(c, columnType).filter(_ =>
+        c.rowGroups.forall(g => g.rows == 0 || g.range.nonEmpty)).map { cmp =>
+        val holding = c.rowGroups.filter(_.range.exists { case (min, max) =>
+          values.exists(v => cmp(min, v) <= 0 && cmp(max, v) >= 0)
+        })
+        (holding.map(_.rows).sum, c.rowGroups.map(_.rows).sum)
+      }
+    })
+    val total = counts.flatten.map(_._2).sum
+    if (counts.isEmpty || counts.exists(_.isEmpty) || total == 0) None
+    else Some(counts.flatten.map(_._1).sum.toDouble / total)
   }
 
   /** Up to `maxFiles` data files of the relation, spread evenly over its listing. */

@@ -2,7 +2,7 @@ package hivejoinopts.skew
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.DeduplicateRelations
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeMap, AttributeReference, Coalesce, EqualTo, Explode, Expression, If, Literal, Murmur3Hash, NamedExpression, Or, Pmod}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeMap, AttributeReference, Cast, Coalesce, EqualTo, Explode, Expression, If, Literal, Murmur3Hash, NamedExpression, Or, Pmod}
 import org.apache.spark.sql.catalyst.optimizer.JoinSelectionHelper
 import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.catalyst.plans.logical._
@@ -10,11 +10,14 @@ import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUti
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.trees.TreePattern.JOIN
 import org.apache.spark.sql.catalyst.util.ArrayData
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.hivejoinopts.Flag
-import org.apache.spark.sql.types.{ArrayType, IntegerType}
+import org.apache.spark.sql.types.{ArrayType, ByteType, DataType, IntegerType, LongType, ShortType}
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf._
+import hivejoinopts.mapjoinpruning.RowGroupOverlap
 import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule, JoinKeys, KeyPair}
 
 /**
@@ -49,8 +52,9 @@ import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule, JoinKeys, KeyPai
  * join adds `B.salt = O.salt`, so each skewed key is spread over `buckets` shuffle partitions.
  * Replicating O is only exact when O is not a preserved side, so the salted form is used for
  * inner joins, outer joins preserving B, and semi/anti joins with B on the left. `auto` picks
- * the union form when the skewed keys hold a large share of B (shuffling them costs more than
- * reading the inputs again), else the salted form.
+ * the union form when shuffling the skewed keys' rows costs more than reading the inputs again:
+ * all of O, and of B the row groups whose Parquet statistics may hold a skewed key (all of B when
+ * the footers do not tell), else the salted form.
  *
  * NULL keys on a preserved side (outer or anti join) cannot match: when they are skewed, they
  * bypass the shuffle in a branch of their own, padded with NULLs.
@@ -299,7 +303,8 @@ case class SkewJoinSplit(session: SparkSession)
       return None
     }
     val skew = keys.copy(values = kept)
-    val form = chooseForm(j, b, o, skew) match {
+    lazy val reread = rereadShare(b, skew)
+    val form = chooseForm(j, b, o, skew, reread) match {
       case Right(f) => f
       case Left(reason) =>
         skipped(candidate, reason, sizes: _*)
@@ -318,6 +323,8 @@ case class SkewJoinSplit(session: SparkSession)
       "keyShare" -> skew.rowShare.map(s => f"${s * 100}%.1f%%").getOrElse("?"),
       "otherSideSkewBytes" -> otherBytes, "form" -> form) ++
       (if (form == "salted") Seq("saltBuckets" -> buckets) else Nil) ++
+      (if (SKEW_JOIN_FORM(conf) == "auto") reread.map(r => "unionRereadsBigSide" ->
+        f"${r * 100}%.1f%% (row-group statistics)").toSeq else Nil) ++
       (if (dropped > 0) Seq("keysLeftToShuffle" -> dropped) else Nil) ++
       (if (bypass.nonEmpty) Seq("nullBypass" -> bypass.mkString(",")) else Nil) ++
       (skew.numbers ++ found.sample.map(_.numbers).getOrElse(Nil)).distinct
@@ -358,7 +365,12 @@ case class SkewJoinSplit(session: SparkSession)
     }
   }
 
-  private def chooseForm(j: Join, b: Input, o: Input, skew: SkewedKeys): Either[String, String] = {
+  private def chooseForm(
+      j: Join,
+      b: Input,
+      o: Input,
+      skew: SkewedKeys,
+      reread: => Option[Double]): Either[String, String] = {
     val saltedExact = otherSideCanBeCopied(j.joinType, b.side)
     val plain = JoinKeys.isScanPipeline(j.left) && JoinKeys.isScanPipeline(j.right)
     // The union form reads each input twice: a non-deterministic input could move rows.
@@ -372,15 +384,47 @@ case class SkewJoinSplit(session: SparkSession)
       case "salted" if saltedExact => Right("salted")
       case "salted" => Right("union") // the salted form would replicate a preserved row
       case _ if plain && saltedExact =>
-        // Shuffling the skewed rows (salted) against reading both inputs again (union).
+        // Shuffling the skewed rows (salted) against reading the inputs again (union): all of
+        // the other side, and of the big side the row groups that may hold a skewed key.
         val shuffleSkew = ShuffleCostPerByte * skew.rowShare.getOrElse(1.0) * b.bytes.toDouble
-        Right(if (shuffleSkew >= (b.bytes + o.bytes).toDouble) "union" else "salted")
+        val readAgain = reread.getOrElse(1.0) * b.bytes.toDouble + o.bytes.toDouble
+        Right(if (shuffleSkew >= readAgain) "union" else "salted")
       case _ if plain => Right("union")
       case _ if saltedExact => Right("salted")
       case _ => Left(s"no exact form: the union form would compute an input that is not a " +
         s"plain scan twice, and the salted form would replicate a preserved row of a " +
         s"${j.joinType.sql} join")
     }
+  }
+
+  /**
+   * The share of the big side that the union form's map-side branch reads again, from the
+   * Parquet row-group statistics of the skewed key column: on data clustered by the key its
+   * filter skips the row groups that cannot hold a skewed key. None (read it all) for other
+   * inputs, keys of several columns, or footers that do not tell.
+   */
+  private def rereadShare(b: Input, skew: SkewedKeys): Option[Double] = skew.keyIndexes match {
+    case Seq(i) =>
+      val column = traceToRelation(b.plan, b.keys(i)) match {
+        case a: Attribute => Some(a)
+        case Cast(a: Attribute, to, _, _) if integral(a.dataType) && integral(to) &&
+          Cast.canUpCast(a.dataType, to) => Some(a) // values compare as longs either way
+        case _ => None
+      }
+      (JoinKeys.relationOf(b.plan), column) match {
+        case (Some(LogicalRelation(fs: HadoopFsRelation, _, _, _, _)), Some(a))
+            if fs.fileFormat.isInstanceOf[ParquetFileFormat] && fs.partitionSchema.isEmpty =>
+          val deadline = System.nanoTime() + SKEW_JOIN_DETECTION_MAX_TIME(conf) * 1000000L
+          RowGroupOverlap.rowShareMayHold(session, fs, a.name, a.dataType,
+            skew.values.map(_.head), RereadSampleFiles, deadline)
+        case _ => None
+      }
+    case _ => None
+  }
+
+  private def integral(t: DataType): Boolean = t match {
+    case ByteType | ShortType | IntegerType | LongType => true
+    case _ => false
   }
 
   private def saltBuckets(skew: SkewedKeys): Int = {
@@ -665,6 +709,9 @@ object SkewJoinSplit {
 
   /** Shuffling a byte (write, fetch, read) against scanning it from columnar files. */
   val ShuffleCostPerByte = 3.0
+
+  /** Files whose footers tell how much of the big side the union form reads again. */
+  val RereadSampleFiles = 16
 
   val Supported: Set[JoinType] = Set(Inner, LeftOuter, RightOuter, FullOuter, LeftSemi, LeftAnti)
 

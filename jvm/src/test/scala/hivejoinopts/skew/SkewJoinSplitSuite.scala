@@ -89,6 +89,38 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("auto: the union form where the big side's row groups let it skip the other keys") {
+    // Key 7 holds 15% of the rows: shuffling them costs less than reading the whole big side
+    // again, but more than reading the row groups that may hold key 7 when the table is sorted.
+    val dir = java.nio.file.Files.createTempDirectory("skew-form").toString
+    val rows = spark.range(0, 20000).selectExpr(
+      "CAST(CASE WHEN id % 20 < 3 THEN 7 ELSE id END AS INT) AS k", "id AS v")
+    rows.orderBy("k").coalesce(1).write.option("parquet.block.size", "4096")
+      .parquet(s"$dir/sorted")
+    rows.orderBy(org.apache.spark.sql.functions.rand(3)).coalesce(1)
+      .write.option("parquet.block.size", "4096").parquet(s"$dir/spread")
+    withTempView("sorted", "spread") {
+      spark.read.parquet(s"$dir/sorted").createOrReplaceTempView("sorted")
+      spark.read.parquet(s"$dir/spread").createOrReplaceTempView("spread")
+      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "auto") {
+        def decision(table: String) = {
+          val query = s"SELECT $table.v, small.w FROM $table JOIN small ON $table.k = small.k"
+          checkSameAnswer(sql(query))
+          val d = fired(sql(query))
+          assert(d.size == 1, decisions(sql(query)))
+          d.head.numbers.toMap
+        }
+        val sorted = decision("sorted")
+        assert(sorted("form") == "union", sorted)
+        assert(sorted("unionRereadsBigSide").stripSuffix("% (row-group statistics)").toDouble < 50,
+          sorted)
+        val spread = decision("spread")
+        assert(spread("form") == "salted", spread)
+        assert(spread("unionRereadsBigSide") == "100.0% (row-group statistics)", spread)
+      }
+    }
+  }
+
   test("two-column keys, values of the full key tuple") {
     withSkewConf() {
       val query = "SELECT * FROM big JOIN small ON big.k = small.k AND big.k2 = small.k2"
