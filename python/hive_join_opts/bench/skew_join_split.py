@@ -24,9 +24,10 @@ MB = 1024 * 1024
 def _thresholds_at(scale: float) -> dict[str, str]:
     """The session plans as a 64-slot cluster would (Spark's default 200 shuffle partitions,
     scan splits and the minimum number of partitions AQE coalesces to), so that the 64-slot
-    simulation schedules the tasks such a cluster runs. Spark's size thresholds (and the detection threshold) scale with the data: at scale 1
-    they are the defaults, and a smaller run (the demo, CI) keeps the same proportions, so the
-    other side is still too big to broadcast."""
+    simulation schedules the tasks such a cluster runs. Spark's size thresholds (and the
+    detection threshold) scale with the data: at scale 1 they are the defaults, and a smaller run
+    (the demo, CI) keeps the same proportions, so the other side is still too big to
+    broadcast."""
     return {
         "spark.sql.shuffle.partitions": "200",
         "spark.sql.leafNodeDefaultParallelism": "64",

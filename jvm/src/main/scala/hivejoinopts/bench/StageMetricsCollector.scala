@@ -16,8 +16,7 @@ final case class TaskRecord(
     durationMs: Long,
     runTimeMs: Long,
     inputBytes: Long,
-    inputRecords: Long,
-    shuffleReadRecords: Long,
+    rowsRead: Long,
     shuffleReadBytes: Long,
     shuffleWriteBytes: Long)
 
@@ -74,8 +73,7 @@ class StageMetricsCollector extends SparkListener {
         e.taskInfo.duration,
         m.executorRunTime,
         m.inputMetrics.bytesRead,
-        m.inputMetrics.recordsRead,
-        m.shuffleReadMetrics.recordsRead,
+        m.inputMetrics.recordsRead + m.shuffleReadMetrics.recordsRead,
         m.shuffleReadMetrics.totalBytesRead,
         m.shuffleWriteMetrics.bytesWritten))
     }
@@ -121,7 +119,7 @@ class StageMetricsCollector extends SparkListener {
         gen.writeEndArray()
         // Rows a task read from files or shuffles: 0 for a split whose row groups were skipped.
         gen.writeArrayFieldStart("taskRowsRead")
-        rs.foreach(r => gen.writeNumber(r.inputRecords + r.shuffleReadRecords))
+        rs.foreach(r => gen.writeNumber(r.rowsRead))
         gen.writeEndArray()
         gen.writeEndObject()
     }

@@ -38,11 +38,9 @@ private[hivejoinopts] object RowGroupOverlap {
       column: String,
       maxFiles: Int,
       deadlineNanos: Long): Option[Overlap] = {
-    val hadoopConf = SparkShims.classicSession(session).sessionState
-      .newHadoopConfWithOptions(relation.options)
-    val files = sample(relation, maxFiles, hadoopConf)
+    val (files, chunks) = sampledChunks(session, relation, column, maxFiles, deadlineNanos)
     // Footers not read by the deadline are left out of the sample.
-    val read = ParquetFooters.column(files, column, hadoopConf, deadlineNanos).flatten
+    val read = chunks.flatten
     val ranges = read.iterator.flatMap(c => c.rowGroups.map(_.range.map((_, c.comparator))))
       .take(MaxRowGroups).toIndexedSeq
     if (ranges.size < 2 || ranges.exists(_.isEmpty)) {
@@ -73,11 +71,8 @@ private[hivejoinopts] object RowGroupOverlap {
       values: Seq[Any],
       maxFiles: Int,
       deadlineNanos: Long): Option[Double] = {
-    val hadoopConf = SparkShims.classicSession(session).sessionState
-      .newHadoopConfWithOptions(relation.options)
-    val read = ParquetFooters.column(sample(relation, maxFiles, hadoopConf), column, hadoopConf,
-      deadlineNanos)
-    val counts = read.map(_.flatMap { c =>
+    val (_, chunks) = sampledChunks(session, relation, column, maxFiles, deadlineNanos)
+    val counts = chunks.map(_.flatMap { c =>
       ParquetFileSkipping.order(c, columnType).filter(_ =>
         c.rowGroups.forall(g => g.rows == 0 || g.range.nonEmpty)).map { cmp =>
         val holding = c.rowGroups.filter(_.range.exists { case (min, max) =>
@@ -89,6 +84,19 @@ private[hivejoinopts] object RowGroupOverlap {
     val total = counts.flatten.map(_._2).sum
     if (counts.isEmpty || counts.exists(_.isEmpty) || total == 0) None
     else Some(counts.flatten.map(_._1).sum.toDouble / total)
+  }
+
+  /** Up to `maxFiles` of the relation's files and their column chunks (None: not read). */
+  private def sampledChunks(
+      session: SparkSession,
+      relation: HadoopFsRelation,
+      column: String,
+      maxFiles: Int,
+      deadlineNanos: Long): (Seq[FileStatus], Seq[Option[ColumnChunks]]) = {
+    val hadoopConf = SparkShims.classicSession(session).sessionState
+      .newHadoopConfWithOptions(relation.options)
+    val files = sample(relation, maxFiles, hadoopConf)
+    (files, ParquetFooters.column(files, column, hadoopConf, deadlineNanos))
   }
 
   /** Up to `maxFiles` data files of the relation, spread evenly over its listing. */

@@ -259,7 +259,7 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
  * distinct values to distinct values, so a key value `v` can match only the column value `c`
  * whose cast is `v`; values no column value casts to are dropped.
  */
-private[mapjoinpruning] object Narrowing {
+private[hivejoinopts] object Narrowing {
 
   private def integralDigits(t: DataType): Option[Int] = t match {
     case ByteType => Some(3)

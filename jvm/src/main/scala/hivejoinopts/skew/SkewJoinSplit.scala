@@ -13,11 +13,11 @@ import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.hivejoinopts.Flag
-import org.apache.spark.sql.types.{ArrayType, ByteType, DataType, IntegerType, LongType, ShortType}
+import org.apache.spark.sql.types.{ArrayType, IntegerType}
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf._
-import hivejoinopts.mapjoinpruning.RowGroupOverlap
+import hivejoinopts.mapjoinpruning.{Narrowing, RowGroupOverlap}
 import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule, JoinKeys, KeyPair}
 
 /**
@@ -303,9 +303,8 @@ case class SkewJoinSplit(session: SparkSession)
       return None
     }
     val skew = keys.copy(values = kept)
-    lazy val reread = rereadShare(b, skew)
-    val form = chooseForm(j, b, o, skew, reread) match {
-      case Right(f) => f
+    val (form, reread) = chooseForm(j, b, o, skew) match {
+      case Right(chosen) => chosen
       case Left(reason) =>
         skipped(candidate, reason, sizes: _*)
         return None
@@ -323,8 +322,7 @@ case class SkewJoinSplit(session: SparkSession)
       "keyShare" -> skew.rowShare.map(s => f"${s * 100}%.1f%%").getOrElse("?"),
       "otherSideSkewBytes" -> otherBytes, "form" -> form) ++
       (if (form == "salted") Seq("saltBuckets" -> buckets) else Nil) ++
-      (if (SKEW_JOIN_FORM(conf) == "auto") reread.map(r => "unionRereadsBigSide" ->
-        f"${r * 100}%.1f%% (row-group statistics)").toSeq else Nil) ++
+      reread.map(r => "unionRereadsBigSide" -> f"${r * 100}%.1f%% (row-group statistics)").toSeq ++
       (if (dropped > 0) Seq("keysLeftToShuffle" -> dropped) else Nil) ++
       (if (bypass.nonEmpty) Seq("nullBypass" -> bypass.mkString(",")) else Nil) ++
       (skew.numbers ++ found.sample.map(_.numbers).getOrElse(Nil)).distinct
@@ -365,32 +363,34 @@ case class SkewJoinSplit(session: SparkSession)
     }
   }
 
+  /** The form, and the share of B the union form reads again when the choice weighed it. */
   private def chooseForm(
       j: Join,
       b: Input,
       o: Input,
-      skew: SkewedKeys,
-      reread: => Option[Double]): Either[String, String] = {
+      skew: SkewedKeys): Either[String, (String, Option[Double])] = {
     val saltedExact = otherSideCanBeCopied(j.joinType, b.side)
     val plain = JoinKeys.isScanPipeline(j.left) && JoinKeys.isScanPipeline(j.right)
     // The union form reads each input twice: a non-deterministic input could move rows.
     val deterministic = j.left.deterministic && j.right.deterministic
+    def pick(form: String) = Right((form, None))
     SKEW_JOIN_FORM(conf) match {
-      case _ if !deterministic && saltedExact => Right("salted")
+      case _ if !deterministic && saltedExact => pick("salted")
       case _ if !deterministic => Left("an input is not deterministic, so the union form " +
         s"cannot read it twice, and the salted form is not exact for a ${j.joinType.sql} join " +
         s"with the skew on the ${b.side} side")
-      case "union" => Right("union")
-      case "salted" if saltedExact => Right("salted")
-      case "salted" => Right("union") // the salted form would replicate a preserved row
+      case "union" => pick("union")
+      case "salted" if saltedExact => pick("salted")
+      case "salted" => pick("union") // the salted form would replicate a preserved row
       case _ if plain && saltedExact =>
         // Shuffling the skewed rows (salted) against reading the inputs again (union): all of
         // the other side, and of the big side the row groups that may hold a skewed key.
+        val reread = rereadShare(b, skew)
         val shuffleSkew = ShuffleCostPerByte * skew.rowShare.getOrElse(1.0) * b.bytes.toDouble
         val readAgain = reread.getOrElse(1.0) * b.bytes.toDouble + o.bytes.toDouble
-        Right(if (shuffleSkew >= readAgain) "union" else "salted")
-      case _ if plain => Right("union")
-      case _ if saltedExact => Right("salted")
+        Right((if (shuffleSkew >= readAgain) "union" else "salted", reread))
+      case _ if plain => pick("union")
+      case _ if saltedExact => pick("salted")
       case _ => Left(s"no exact form: the union form would compute an input that is not a " +
         s"plain scan twice, and the salted form would replicate a preserved row of a " +
         s"${j.joinType.sql} join")
@@ -407,24 +407,19 @@ case class SkewJoinSplit(session: SparkSession)
     case Seq(i) =>
       val column = traceToRelation(b.plan, b.keys(i)) match {
         case a: Attribute => Some(a)
-        case Cast(a: Attribute, to, _, _) if integral(a.dataType) && integral(to) &&
-          Cast.canUpCast(a.dataType, to) => Some(a) // values compare as longs either way
+        case Cast(a: Attribute, to, _, _) if Narrowing.injective(a.dataType, to) => Some(a)
         case _ => None
       }
       (JoinKeys.relationOf(b.plan), column) match {
         case (Some(LogicalRelation(fs: HadoopFsRelation, _, _, _, _)), Some(a))
             if fs.fileFormat.isInstanceOf[ParquetFileFormat] && fs.partitionSchema.isEmpty =>
           val deadline = System.nanoTime() + SKEW_JOIN_DETECTION_MAX_TIME(conf) * 1000000L
-          RowGroupOverlap.rowShareMayHold(session, fs, a.name, a.dataType,
-            skew.values.map(_.head), RereadSampleFiles, deadline)
+          val values = Narrowing.toColumn(skew.values.map(_.head), b.keys(i).dataType, a.dataType)
+          RowGroupOverlap.rowShareMayHold(session, fs, a.name, a.dataType, values,
+            RereadSampleFiles, deadline)
         case _ => None
       }
     case _ => None
-  }
-
-  private def integral(t: DataType): Boolean = t match {
-    case ByteType | ShortType | IntegerType | LongType => true
-    case _ => false
   }
 
   private def saltBuckets(skew: SkewedKeys): Int = {
