@@ -82,8 +82,14 @@ def test_keys_become_pushed_filters_of_the_big_scan(spark, tmp_path, fmt, key_ty
     star(spark, tmp_path, fmt, key_type)
     with conf(spark, SMALL_DATA):
         plan = answer_off_equals_on(spark, STAR_QUERY)
-        assert "In(k," in plan, plan
         (d,) = rule_decisions(spark, STAR_QUERY)
+        if (fmt, key_type) == ("orc", "string"):
+            # ORC compares string statistics by UTF-16 code units, Spark by UTF-8 bytes: values
+            # pushed into an ORC string column could skip row groups that hold them.
+            assert "In(k," not in plan, plan
+            assert not d.fired and "ORC string column" in d.reason, d
+            return
+        assert "In(k," in plan, plan
         assert d.fired, d
         assert d.numbers["values(fact.k)"] == "10", d
     with conf(spark, dict(SMALL_DATA, **{"spark.sql.hiveJoinOpts.enabled": "false"})):

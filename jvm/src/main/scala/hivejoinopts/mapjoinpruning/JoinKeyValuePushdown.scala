@@ -172,7 +172,17 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
     private def considerInSubqueries(f: Filter): LogicalPlan = {
       val conjuncts = splitConjunctivePredicates(f.condition)
       var child = f.child
+      // Spark evaluates the filter's other conjuncts on every row of its child and the IN after
+      // them: values pushed below would change the rows a non-deterministic conjunct sees.
+      val nonDeterministic = conjuncts.filterNot(_.deterministic)
       val rewritten = conjuncts.map {
+        case in @ InSubquery(_, query) if nonDeterministic.nonEmpty &&
+            query.outerAttrs.isEmpty && query.joinCond.isEmpty =>
+          skipped(s"IN subquery ${Candidates.tables(child)} x ${Candidates.tables(query.plan)} " +
+            s"on ${Candidates.abbreviate(in.sql)}", "the filter also holds a non-deterministic " +
+            s"condition (${Candidates.abbreviate(nonDeterministic.head.sql)}), which must see " +
+            "every row")
+          in
         case in @ InSubquery(values, query) if query.outerAttrs.isEmpty &&
             query.joinCond.isEmpty && query.getTagValue(JoinKeyValuePushdown.Evaluated).isEmpty &&
             query.plan.getTagValue(JoinKeyValuePushdown.EvaluatedSide).isEmpty =>

@@ -172,7 +172,14 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
     } else if (leaf.isStreaming) {
       Left(s"$table is a stream")
     } else {
-      use(leaf, column).map(Target(leaf, column, keyType, _))
+      use(leaf, column).flatMap {
+        // ORC's reader orders strings by UTF-16 code units, Spark by UTF-8 bytes (they differ
+        // from U+E000 up): a pushed value could skip row groups that hold it.
+        case ScanUse.PushedFilter("ORC") if column.dataType.isInstanceOf[StringType] =>
+          Left(s"$table.${column.name} is an ORC string column, whose statistics ORC compares " +
+            "in another order than Spark")
+        case u => Right(Target(leaf, column, keyType, u))
+      }
     }
   }
 
