@@ -33,6 +33,7 @@ FLAGS: dict[str, str] = {
     PREFIX + "skewJoin.maxSkewedKeys": "int",
     PREFIX + "skewJoin.maxBroadcastBytes": "bytes",
     PREFIX + "skewJoin.form": "auto|union|salted",
+    PREFIX + "skewJoin.skipFiles.maxFiles": "int",
     PREFIX + "skewJoin.saltBuckets": "int",
     PREFIX + "skewJoin.nullKeys.enabled": "boolean",
     # map-join pruning

@@ -97,7 +97,8 @@ object HiveJoinOptsConf {
 
   val SKEW_JOIN_DETECTION_MAX_TIME: Flag[Long] = flag(Flag.duration(
     PREFIX + "skewJoin.detection.maxTime",
-    "The sampling job is cancelled after this long and the join keeps its plan.",
+    "The sampling job is cancelled after this long and the join keeps its plan. Also bounds " +
+      "the time spent reading Parquet footers for the form choice and skipFiles.",
     V010, default = "30s", _ > 0, "Must be a positive duration."))
 
   val SKEW_JOIN_MIN_KEY_FRACTION: Flag[Double] = flag(Flag.double(
@@ -131,6 +132,15 @@ object HiveJoinOptsConf {
       "other side's few rows for those keys; 'auto' picks from estimated sizes. A form that " +
       "is not exact for the join type is never used.",
     V010, default = "auto", Seq("auto", "union", "salted")))
+
+  val SKEW_JOIN_SKIP_FILES_MAX_FILES: Flag[Int] = flag(Flag.int(
+    PREFIX + "skewJoin.skipFiles.maxFiles",
+    "In the union form, when the big side is a Parquet table of at most this many files, the " +
+      "footers of its files are read on the driver (side by side, kept for later queries, " +
+      "within skewJoin.detection.maxTime): the map-side branch drops the files that hold no " +
+      "skewed key and the shuffle branch the files that hold nothing else, so no task opens " +
+      "them. 0 turns it off.",
+    V010, default = 1000, _ >= 0, "Must be a number of files, 0 or more."))
 
   val SKEW_JOIN_SALT_BUCKETS: Flag[Int] = flag(Flag.int(
     PREFIX + "skewJoin.saltBuckets",

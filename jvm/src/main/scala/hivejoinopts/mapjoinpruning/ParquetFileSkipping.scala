@@ -5,13 +5,16 @@ import org.apache.parquet.schema.LogicalTypeAnnotation.{IntLogicalTypeAnnotation
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.datasources.{FileIndex, HadoopFsRelation, LogicalRelation, PartitionDirectory, PartitioningAwareFileIndex}
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
+import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.compat.SparkShims
 
 /**
@@ -48,11 +51,12 @@ private[mapjoinpruning] final case class FooterPrunedFileIndex(
 }
 
 /**
- * Drops whole files from a Parquet scan that gets a pushed value set: a file none of whose row
- * groups has a [min, max] on the key column that reaches the values' range holds no row the join
- * keeps. The reader would skip each of its row groups by the same statistics, but only after a
- * task has opened the file and read its footer; on a table sorted by the key most files are such
- * files, and opening them costs more than reading the few row groups that match.
+ * Drops whole files from a Parquet scan that keeps only some values of a column: a file none of
+ * whose row groups can hold a kept row by its statistics on the column is dropped. The reader
+ * would skip each of its row groups by the same statistics, but only after a task has opened the
+ * file and read its footer; on a table sorted by the column most files are such files, and
+ * opening them costs more than reading the few row groups that match. Used for the values a
+ * map join pushes into its big side, and for the two branches of a split skewed join.
  *
  * The footers are read on the driver ([[ParquetFooters]]: side by side, kept across queries,
  * within the query's time budget), only for scans of at most `maxFiles` files. A file whose
@@ -60,29 +64,61 @@ private[mapjoinpruning] final case class FooterPrunedFileIndex(
  * Integer columns (statistics as signed integers) and UTF-8 binary strings (compared as bytes,
  * as both Parquet and Spark compare them) are handled; other types keep all their files.
  */
-private[mapjoinpruning] object ParquetFileSkipping {
+private[hivejoinopts] object ParquetFileSkipping {
 
   /** What skipping did on one scan. */
   final case class Outcome(scan: LogicalPlan, files: Int, skipped: Int, skippedBytes: Long)
+
+  /** The rows of the column a scan keeps, as values of the column's type. */
+  sealed trait Kept
+  object Kept {
+    /** Values in [lo, hi]. */
+    final case class Between(lo: Any, hi: Any) extends Kept
+    /** One of the values. */
+    final case class OneOf(values: Seq[Any]) extends Kept
+    /** None of the values, and NULL when `withNulls`. */
+    final case class NoneOf(values: Seq[Any], withNulls: Boolean) extends Kept
+    /** NULL. */
+    case object Null extends Kept
+  }
 
   /**
    * The scan of `target` without the files that hold no value in [lo, hi] (values of the
    * column's type), or why no file was dropped.
    */
-  def apply(
+  private[mapjoinpruning] def apply(
       session: SparkSession,
       target: Target,
       lo: Any,
       hi: Any,
       maxFiles: Int,
-      deadlineNanos: Long): Either[String, Outcome] = target.scan match {
-    case _ if maxFiles <= 0 => Left("bigSide.skipFiles.maxFiles is 0")
+      deadlineNanos: Long): Either[String, Outcome] =
+    if (target.use == ScanUse.PushedFilter("Parquet")) {
+      apply(session, target.scan, target.column, Kept.Between(lo, hi), maxFiles,
+        HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES, deadlineNanos)
+    } else {
+      Left("not a Parquet file scan")
+    }
+
+  /**
+   * `scan` without the files that hold no row `kept` keeps of `column`, or why no file was
+   * dropped; `maxFilesFlag` is the flag `maxFiles` comes from, named in the reasons.
+   */
+  def apply(
+      session: SparkSession,
+      scan: LogicalPlan,
+      column: AttributeReference,
+      kept: Kept,
+      maxFiles: Int,
+      maxFilesFlag: Flag[Int],
+      deadlineNanos: Long): Either[String, Outcome] = scan match {
+    case _ if maxFiles <= 0 => Left(s"${shortName(maxFilesFlag)} is 0")
     case _ if SQLConf.get.parquetFieldIdReadEnabled &&
-        target.column.metadata.contains("parquet.field.id") =>
-      Left(s"${target.column.name} is matched by its Parquet field id " +
+        column.metadata.contains("parquet.field.id") =>
+      Left(s"${column.name} is matched by its Parquet field id " +
         "(spark.sql.parquet.fieldId.read.enabled)")
     case l @ LogicalRelation(fs: HadoopFsRelation, _, _, _, _)
-        if target.use == ScanUse.PushedFilter("Parquet") =>
+        if fs.fileFormat.isInstanceOf[ParquetFileFormat] =>
       val (underlying, already, alreadyBytes) = fs.location match {
         case p: FooterPrunedFileIndex => (p.underlying, p.skipped, p.skippedBytes)
         case other => (other, Set.empty[(String, Long, Long)], 0L)
@@ -92,17 +128,16 @@ private[mapjoinpruning] object ParquetFileSkipping {
           val files = index.allFiles().filterNot(f =>
             already.contains(ParquetFooters.fileVersion(f)))
           if (files.size > maxFiles) {
-            Left(s"${files.size} files, over bigSide.skipFiles.maxFiles ($maxFiles)")
+            Left(s"${files.size} files, over ${shortName(maxFilesFlag)} ($maxFiles)")
           } else {
             val hadoopConf = SparkShims.classicSession(session).sessionState
               .newHadoopConfWithOptions(fs.options)
-            val chunks = ParquetFooters.column(files, target.column.name, hadoopConf,
-              deadlineNanos)
+            val chunks = ParquetFooters.column(files, column.name, hadoopConf, deadlineNanos)
             val empty = files.zip(chunks).collect {
-              case (f, Some(c)) if holdsNone(c, target.column.dataType, lo, hi) => f
+              case (f, Some(c)) if holdsNone(c, column.dataType, kept) => f
             }
             if (empty.isEmpty) {
-              Left(s"each of the ${files.size} files has a row group that may hold a value")
+              Left(s"each of the ${files.size} files has a row group that may hold a kept row")
             } else {
               val bytes = empty.map(_.getLen).sum
               val pruned = FooterPrunedFileIndex(underlying,
@@ -118,19 +153,37 @@ private[mapjoinpruning] object ParquetFileSkipping {
     case _ => Left("not a Parquet file scan")
   }
 
-  /** True when no row group of the column can hold a value in [lo, hi]. */
-  private def holdsNone(c: ColumnChunks, columnType: DataType, lo: Any, hi: Any): Boolean =
-    order(c, columnType).exists { cmp =>
-      c.rowGroups.forall(rg => rg.rows == 0 || rg.range.exists { case (min, max) =>
-        cmp(max, lo) < 0 || cmp(min, hi) > 0
-      })
-    }
+  private def shortName(flag: Flag[_]): String = flag.key.stripPrefix(HiveJoinOptsConf.PREFIX)
+
+  /**
+   * True when no row group of the column can hold a row `kept` keeps. NULLs are judged by the
+   * row group's NULL count, values by its [min, max] where the column's type compares exactly.
+   */
+  private def holdsNone(c: ColumnChunks, columnType: DataType, kept: Kept): Boolean = {
+    val cmp = order(c, columnType)
+    def within(v: Any, min: Any, max: Any) = cmp.exists(o => o(min, v) <= 0 && o(max, v) >= 0)
+    def outside(rg: RowGroupStats)(test: (Any, Any) => Boolean) =
+      cmp.isDefined && rg.range.exists { case (min, max) => test(min, max) }
+    c.rowGroups.forall(rg => rg.rows == 0 || (kept match {
+      case Kept.Between(lo, hi) =>
+        outside(rg)((min, max) => cmp.get(max, lo) < 0 || cmp.get(min, hi) > 0)
+      case Kept.OneOf(values) =>
+        outside(rg)((min, max) => !values.exists(within(_, min, max)))
+      case Kept.NoneOf(values, withNulls) =>
+        // Every value is NULL, or one listed value. Statistics are compared with each other by
+        // equality: the order compares a statistic with a value of the column's type.
+        val onlyListed = rg.nulls.contains(rg.rows) ||
+          outside(rg)((min, max) => min == max && values.exists(within(_, min, max)))
+        onlyListed && (!withNulls || rg.nulls.contains(0L))
+      case Kept.Null => rg.nulls.contains(0L)
+    }))
+  }
 
   /**
    * How a footer statistic compares with a value of the column's type, where the file's type
    * and annotation make the comparison exact: signed integers of either width, and strings.
    */
-  def order(c: ColumnChunks, columnType: DataType): Option[(Any, Any) => Int] = {
+  private[mapjoinpruning] def order(c: ColumnChunks, columnType: DataType): Option[(Any, Any) => Int] = {
     val annotation = c.primitive.getLogicalTypeAnnotation
     (columnType, c.primitive.getPrimitiveTypeName, annotation) match {
       case (ByteType | ShortType | IntegerType | LongType,

@@ -13,8 +13,14 @@ import org.apache.parquet.schema.PrimitiveType
 
 import org.apache.spark.internal.Logging
 
-/** The statistics of one row group on one column: its rows, and its [min, max] if it has one. */
-private[mapjoinpruning] final case class RowGroupStats(rows: Long, range: Option[(Any, Any)])
+/**
+ * The statistics of one row group on one column: its rows, its [min, max] if it has one, and
+ * its number of NULLs if the writer counted them.
+ */
+private[mapjoinpruning] final case class RowGroupStats(
+    rows: Long,
+    range: Option[(Any, Any)],
+    nulls: Option[Long] = None)
 
 /**
  * One top-level column of one Parquet file, from its footer: the column's Parquet type and the
@@ -107,8 +113,10 @@ private[mapjoinpruning] object ParquetFooters extends Logging {
           val stats = block.getColumns.asScala
             .find(c => c.getPath.size == 1 && c.getPath.toArray.head == field.getName)
             .map(_.getStatistics)
-            .filter(s => s != null && !s.isEmpty && s.hasNonNullValue)
-          RowGroupStats(block.getRowCount, stats.map(s => (s.genericGetMin, s.genericGetMax)))
+            .filter(s => s != null && !s.isEmpty)
+          RowGroupStats(block.getRowCount,
+            stats.filter(_.hasNonNullValue).map(s => (s.genericGetMin, s.genericGetMax)),
+            stats.filter(_.isNumNullsSet).map(_.getNumNulls))
         }.toIndexedSeq
         Some(ColumnChunks(primitive, rowGroups))
       case _ => None

@@ -1,8 +1,10 @@
 package hivejoinopts.skew
 
+import scala.collection.mutable
+
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.DeduplicateRelations
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeMap, AttributeReference, Cast, Coalesce, EqualTo, Explode, Expression, If, Literal, Murmur3Hash, NamedExpression, Or, Pmod}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeMap, AttributeReference, Cast, Coalesce, EqualTo, Explode, Expression, If, Literal, Murmur3Hash, NamedExpression, Or, Pmod, SubqueryExpression}
 import org.apache.spark.sql.catalyst.optimizer.JoinSelectionHelper
 import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.catalyst.plans.logical._
@@ -12,12 +14,15 @@ import org.apache.spark.sql.catalyst.trees.TreePattern.JOIN
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+import org.apache.spark.sql.execution.datasources.v2.orc.OrcTable
 import org.apache.spark.sql.hivejoinopts.Flag
-import org.apache.spark.sql.types.{ArrayType, IntegerType}
+import org.apache.spark.sql.types.{ArrayType, DoubleType, FloatType, IntegerType, StringType}
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf._
-import hivejoinopts.mapjoinpruning.{Narrowing, RowGroupOverlap}
+import hivejoinopts.mapjoinpruning.{Narrowing, ParquetFileSkipping, RowGroupOverlap}
+import hivejoinopts.mapjoinpruning.ParquetFileSkipping.Kept
 import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule, JoinKeys, KeyPair}
 
 /**
@@ -43,6 +48,9 @@ import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule, JoinKeys, KeyPai
  * }}}
  * Every row of either side lands in exactly one branch and keys only match within a branch, so
  * the union is exact for inner, outer, semi and anti joins; NULL keys stay in the shuffle branch.
+ * When B is a Parquet table clustered by the key, each branch's copy of B leaves out the files
+ * whose footers show no row for it (up to `skewJoin.skipFiles.maxFiles` files): no task opens
+ * them only to skip every row group.
  * When the join type forbids broadcasting O (O is the preserved side of an outer join, or the
  * left side of a semi/anti join with B on the right), the map-side branch becomes an inner join
  * plus an anti join of O against B's distinct skewed keys, both broadcasting the small side.
@@ -51,7 +59,11 @@ import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule, JoinKeys, KeyPai
  * [0, buckets), its other rows 0; O's rows with skewed keys are replicated once per salt; the
  * join adds `B.salt = O.salt`, so each skewed key is spread over `buckets` shuffle partitions.
  * Replicating O is only exact when O is not a preserved side, so the salted form is used for
- * inner joins, outer joins preserving B, and semi/anti joins with B on the left. `auto` picks
+ * inner joins, outer joins preserving B, and semi/anti joins with B on the left. It is also the
+ * only form where the union form's second read or its filters on the skewed keys are not exact:
+ * an input that is not deterministic or holds a correlated subquery; float and double keys
+ * (Parquet and ORC statistics order -0.0 below 0.0, which Spark's equality equates); string keys
+ * that reach an ORC scan (ORC orders strings by UTF-16 code units, Spark by bytes). `auto` picks
  * the union form when shuffling the skewed keys' rows costs more than reading the inputs again:
  * all of O, and of B the row groups whose Parquet statistics may hold a skewed key (all of B when
  * the footers do not tell), else the salted form.
@@ -227,16 +239,24 @@ case class SkewJoinSplit(session: SparkSession)
     val big = chooseBigSide(found)
     val numbers: Seq[(String, Any)] = Seq("leftBytes" -> left.bytes, "rightBytes" -> right.bytes)
     val notes = found.values.flatMap(_.notes).toSeq
+    def input(side: Side) = if (side == LeftSide) left else right
     (big, bypass) match {
       case (None, Seq()) =>
         skipped(candidate, ("no skewed keys" +: notes).mkString("; "),
           numbers ++ found.values.flatMap(_.sample.map(_.numbers)).flatten: _*)
         None
+      case (None, sides) if sides.exists(s => cannotCopy(input(s).plan).isDefined) =>
+        val why = sides.flatMap(s => cannotCopy(input(s).plan)).head
+        skipped(candidate, s"NULL keys of the ${sides.mkString(" and ")} side are skewed, but " +
+          s"${why.replace("the union form", "the NULL branch")}", numbers: _*)
+        None
       case (None, sides) =>
+        val files = new BranchFiles
+        val rewritten = union(j, Seq(rest(j, pairs, None, sides, files)) ++
+          sides.map(nullBranch(j, pairs, _, files)), None)
         fired(candidate, s"NULL keys of the ${sides.mkString(" and ")} side bypass the shuffle",
-          numbers ++ sides.map(s => s"${s}NullShare" -> share(found(s))): _*)
-        Some(union(j, Seq(rest(j, pairs, None, sides)) ++ sides.map(nullBranch(j, pairs, _)),
-          None))
+          numbers ++ sides.map(s => s"${s}NullShare" -> share(found(s))) ++ files.notes: _*)
+        Some(rewritten)
       case (Some(side), sides) =>
         val (b, o) = if (side == LeftSide) (left, right) else (right, left)
         splitOn(j, pairs, others, b, o, found(side), sides, candidate, numbers)
@@ -326,13 +346,16 @@ case class SkewJoinSplit(session: SparkSession)
       (if (dropped > 0) Seq("keysLeftToShuffle" -> dropped) else Nil) ++
       (if (bypass.nonEmpty) Seq("nullBypass" -> bypass.mkString(",")) else Nil) ++
       (skew.numbers ++ found.sample.map(_.numbers).getOrElse(Nil)).distinct
-    fired(candidate, s"${kept.size} skewed key(s) of the ${b.side} side from ${skew.source} " +
-      s"joined map-side ($form form)", numbers: _*)
-    Some(form match {
+    val files = new BranchFiles
+    val rewritten = form match {
       case "salted" => salted(j, pairs, b.side, skew, buckets, saltNulls = bypass.contains(b.side))
-      case _ => union(j, Seq(rest(j, pairs, Some(skew), bypass), mapSide(j, pairs, others,
-        b.side, skew)) ++ bypass.map(nullBranch(j, pairs, _)), Some(b.side -> skew))
-    })
+      case _ => union(j, Seq(rest(j, pairs, Some(b.side -> skew), bypass, files),
+        mapSide(j, pairs, others, b.side, skew, files)) ++
+        bypass.map(nullBranch(j, pairs, _, files)), Some(b.side -> skew))
+    }
+    fired(candidate, s"${kept.size} skewed key(s) of the ${b.side} side from ${skew.source} " +
+      s"joined map-side ($form form)", numbers ++ files.notes: _*)
+    Some(rewritten)
   }
 
   /**
@@ -371,14 +394,21 @@ case class SkewJoinSplit(session: SparkSession)
       skew: SkewedKeys): Either[String, (String, Option[Double])] = {
     val saltedExact = otherSideCanBeCopied(j.joinType, b.side)
     val plain = JoinKeys.isScanPipeline(j.left) && JoinKeys.isScanPipeline(j.right)
-    // The union form reads each input twice: a non-deterministic input could move rows.
-    val deterministic = j.left.deterministic && j.right.deterministic
     def pick(form: String) = Right((form, None))
+    val unionUnsafe = cannotCopy(j.left).orElse(cannotCopy(j.right)).orElse {
+      if (floatingKeys(b, skew) || floatingKeys(o, skew)) {
+        Some("the skewed keys are floating point: Parquet and ORC statistics order -0.0 below " +
+          "0.0, which Spark's equality equates, so the union form's filters on the keys, pushed " +
+          "into a scan, could skip rows they keep")
+      } else if (filtersReachOrcStrings(b, skew) || filtersReachOrcStrings(o, skew)) {
+        Some("the union form's filters on the skewed string keys would reach an ORC scan, " +
+          "whose statistics ORC compares in another order than Spark")
+      } else None
+    }
     SKEW_JOIN_FORM(conf) match {
-      case _ if !deterministic && saltedExact => pick("salted")
-      case _ if !deterministic => Left("an input is not deterministic, so the union form " +
-        s"cannot read it twice, and the salted form is not exact for a ${j.joinType.sql} join " +
-        s"with the skew on the ${b.side} side")
+      case _ if unionUnsafe.isDefined && saltedExact => pick("salted")
+      case _ if unionUnsafe.isDefined => Left(s"${unionUnsafe.get}, and the salted form is not " +
+        s"exact for a ${j.joinType.sql} join with the skew on the ${b.side} side")
       case "union" => pick("union")
       case "salted" if saltedExact => pick("salted")
       case "salted" => pick("union") // the salted form would replicate a preserved row
@@ -398,6 +428,38 @@ case class SkewJoinSplit(session: SparkSession)
   }
 
   /**
+   * Why the union form cannot read `plan` a second time through a fresh copy: a non-deterministic
+   * input could move rows between the branches, and a correlated subquery's plan refers to its
+   * outer plan's expression ids, which the copy renews without it.
+   */
+  private def cannotCopy(plan: LogicalPlan): Option[String] =
+    if (!plan.deterministic) {
+      Some("an input is not deterministic, so the union form cannot read it twice")
+    } else if (plan.exists(_.expressions.exists(SubqueryExpression.hasCorrelatedSubquery))) {
+      Some("an input holds a correlated subquery, which the union form cannot read twice")
+    } else None
+
+  /** True when a skewed key is, or is computed from, a float or double column. */
+  private def floatingKeys(input: Input, skew: SkewedKeys): Boolean =
+    skew.keyIndexes.map(input.keys).exists(k => (k.dataType +: k.references.toSeq.map(_.dataType))
+      .exists(t => t == FloatType || t == DoubleType))
+
+  /**
+   * True when the union form's branch filters on the skewed keys could reach an ORC scan of a
+   * string column: ORC orders string statistics by UTF-16 code units, Spark by UTF-8 bytes (they
+   * differ from U+E000 up), so ORC could skip row groups that hold a key the filter keeps.
+   */
+  private def filtersReachOrcStrings(input: Input, skew: SkewedKeys): Boolean =
+    reachesOrcStrings(input.plan, skew.keyIndexes.map(input.keys))
+
+  private def reachesOrcStrings(plan: LogicalPlan, keys: Seq[Expression]): Boolean =
+    keys.exists(_.dataType.isInstanceOf[StringType]) && plan.exists {
+      case LogicalRelation(fs: HadoopFsRelation, _, _, _, _) => fs.fileFormat.toString == "ORC"
+      case r: DataSourceV2Relation => r.table.isInstanceOf[OrcTable]
+      case _ => false
+    }
+
+  /**
    * The share of the big side that the union form's map-side branch reads again, from the
    * Parquet row-group statistics of the skewed key column: on data clustered by the key its
    * filter skips the row groups that cannot hold a skewed key. None (read it all) for other
@@ -405,21 +467,73 @@ case class SkewJoinSplit(session: SparkSession)
    */
   private def rereadShare(b: Input, skew: SkewedKeys): Option[Double] = skew.keyIndexes match {
     case Seq(i) =>
-      val column = traceToRelation(b.plan, b.keys(i)) match {
-        case a: Attribute => Some(a)
-        case Cast(a: Attribute, to, _, _) if Narrowing.injective(a.dataType, to) => Some(a)
-        case _ => None
-      }
-      (JoinKeys.relationOf(b.plan), column) match {
-        case (Some(LogicalRelation(fs: HadoopFsRelation, _, _, _, _)), Some(a))
+      keyColumn(b.plan, b.keys(i)) match {
+        case Some((LogicalRelation(fs: HadoopFsRelation, _, _, _, _), a))
             if fs.fileFormat.isInstanceOf[ParquetFileFormat] && fs.partitionSchema.isEmpty =>
-          val deadline = System.nanoTime() + SKEW_JOIN_DETECTION_MAX_TIME(conf) * 1000000L
           val values = Narrowing.toColumn(skew.values.map(_.head), b.keys(i).dataType, a.dataType)
           RowGroupOverlap.rowShareMayHold(session, fs, a.name, a.dataType, values,
-            RereadSampleFiles, deadline)
+            RereadSampleFiles, footerDeadline())
         case _ => None
       }
     case _ => None
+  }
+
+  /**
+   * The relation of a scan pipeline and its column that `key` is, directly or under a cast that
+   * maps distinct values to distinct values.
+   */
+  private def keyColumn(plan: LogicalPlan, key: Expression)
+      : Option[(LeafNode, AttributeReference)] = {
+    val column = traceToRelation(plan, key) match {
+      case a: AttributeReference => Some(a)
+      case Cast(a: AttributeReference, to, _, _) if Narrowing.injective(a.dataType, to) => Some(a)
+      case _ => None
+    }
+    for {
+      relation <- JoinKeys.relationOf(plan) if JoinKeys.isScanPipeline(plan)
+      a <- column if relation.outputSet.contains(a)
+    } yield relation -> a
+  }
+
+  /** Footers are read on the driver within the skew rule's time bound. */
+  private def footerDeadline(): Long =
+    System.nanoTime() + SKEW_JOIN_DETECTION_MAX_TIME(conf) * 1000000L
+
+  /**
+   * Leaves out of a branch's copy of a join side the Parquet files whose footers show no row
+   * the branch keeps, judged by one key column: the map-side branch keeps the skewed keys, the
+   * shuffle branch the other keys (and NULL unless NULL keys bypass it), the NULL branch NULL.
+   * What was left out goes to the decision's numbers.
+   */
+  private class BranchFiles {
+    private val noted = mutable.LinkedHashMap.empty[String, String]
+    private lazy val deadline = footerDeadline()
+
+    def notes: Seq[(String, Any)] = noted.toSeq
+
+    /** `plan` without the files that hold no row of `key` that `kept` (of `values`) keeps. */
+    def apply(
+        branch: String,
+        side: Side,
+        plan: LogicalPlan,
+        key: Expression,
+        values: Seq[Any],
+        kept: Seq[Any] => Kept): LogicalPlan = keyColumn(plan, key) match {
+      case Some((relation, column)) =>
+        val name = s"skippedFiles($branch branch, $side side)"
+        val columnValues = Narrowing.toColumn(values, key.dataType, column.dataType)
+        ParquetFileSkipping(session, relation, column, kept(columnValues),
+            SKEW_JOIN_SKIP_FILES_MAX_FILES(conf), SKEW_JOIN_SKIP_FILES_MAX_FILES,
+            deadline) match {
+          case Right(out) =>
+            noted(name) = s"${out.skipped} of ${out.files} files (${out.skippedBytes} bytes)"
+            plan.transformUp { case leaf if leaf eq relation => out.scan }
+          case Left(why) =>
+            noted(name) = s"none: $why"
+            plan
+        }
+      case None => plan
+    }
   }
 
   private def saltBuckets(skew: SkewedKeys): Int = {
@@ -442,14 +556,35 @@ case class SkewJoinSplit(session: SparkSession)
     j
   }
 
-  /** The shuffle branch: every key but the skewed ones, NULL keys of bypassed sides removed. */
-  private def rest(j: Join, pairs: Seq[KeyPair], skew: Option[SkewedKeys], bypass: Seq[Side]): Join = {
+  /**
+   * The shuffle branch: every key but the skewed ones (of the big side `skew` names), NULL keys
+   * of bypassed sides removed.
+   */
+  private def rest(
+      j: Join,
+      pairs: Seq[KeyPair],
+      skew: Option[(Side, SkewedKeys)],
+      bypass: Seq[Side],
+      files: BranchFiles): Join = {
     def filtered(side: Side, plan: LogicalPlan): LogicalPlan = {
-      val notSkewed = skew.map(k => SkewValues.notInKeys(keysOf(pairs, side, k.keyIndexes), k.values))
+      val notSkewed = skew.map { case (_, k) =>
+        SkewValues.notInKeys(keysOf(pairs, side, k.keyIndexes), k.values)
+      }
       val notNull = if (bypass.contains(side)) {
         Some(keysOf(pairs, side, pairs.indices).map(SkewValues.isNotNullKey).reduce(And))
       } else None
-      (notSkewed ++ notNull).reduceOption(And).map(Filter(_, plan)).getOrElse(plan)
+      // Files are judged by one column: the skewed key of the big side, or any key without NULL.
+      val withNulls = !bypass.contains(side)
+      val read = skew match {
+        case Some((`side`, k)) if k.keyIndexes.size == 1 =>
+          files("shuffle", side, plan, keysOf(pairs, side, k.keyIndexes).head,
+            k.values.map(_.head), Kept.NoneOf(_, withNulls))
+        case _ if !withNulls =>
+          files("shuffle", side, plan, keysOf(pairs, side, Seq(0)).head, Nil,
+            Kept.NoneOf(_, withNulls))
+        case _ => plan
+      }
+      (notSkewed ++ notNull).reduceOption(And).map(Filter(_, read)).getOrElse(read)
     }
     done(j.copy(left = filtered(LeftSide, j.left), right = filtered(RightSide, j.right)))
   }
@@ -460,14 +595,17 @@ case class SkewJoinSplit(session: SparkSession)
       pairs: Seq[KeyPair],
       others: Seq[Expression],
       bSide: Side,
-      skew: SkewedKeys): LogicalPlan = {
+      skew: SkewedKeys,
+      files: BranchFiles): LogicalPlan = {
     val (l, lMap) = fresh(j.left)
     val (r, rMap) = fresh(j.right)
     val map = lMap ++ rMap
     val fPairs = pairs.map(p => p.copy(left = remap(p.left, map), right = remap(p.right, map)))
     val cond = j.condition.map(remap(_, map))
-    def onSkewed(side: Side, plan: LogicalPlan) =
-      Filter(SkewValues.inKeys(keysOf(fPairs, side, skew.keyIndexes), skew.values), plan)
+    def onSkewed(side: Side, plan: LogicalPlan) = {
+      val keys = keysOf(fPairs, side, skew.keyIndexes)
+      Filter(SkewValues.inKeys(keys, skew.values), skewedRows(side, bSide, plan, keys, skew, files))
+    }
     val fl = onSkewed(LeftSide, l)
     val fr = onSkewed(RightSide, r)
     def broadcastJoin(left: LogicalPlan, right: LogicalPlan, t: JoinType, build: Side,
@@ -479,20 +617,33 @@ case class SkewJoinSplit(session: SparkSession)
         broadcastJoin(fl, fr, j.joinType, oSide, cond)
       case (LeftOuter, RightSide) =>
         Union(broadcastJoin(fl, fr, Inner, LeftSide, cond),
-          unmatched(j, pairs, skew, oSide, padOther = true))
+          unmatched(j, pairs, skew, oSide, files, padOther = true))
       case (RightOuter, LeftSide) =>
         Union(broadcastJoin(fl, fr, Inner, RightSide, cond),
-          unmatched(j, pairs, skew, oSide, padOther = true))
+          unmatched(j, pairs, skew, oSide, files, padOther = true))
       case (FullOuter, LeftSide) =>
         Union(broadcastJoin(fl, fr, LeftOuter, RightSide, cond),
-          unmatched(j, pairs, skew, oSide, padOther = true))
+          unmatched(j, pairs, skew, oSide, files, padOther = true))
       case (FullOuter, RightSide) =>
         Union(broadcastJoin(fl, fr, RightOuter, LeftSide, cond),
-          unmatched(j, pairs, skew, oSide, padOther = true))
+          unmatched(j, pairs, skew, oSide, files, padOther = true))
       case (LeftSemi | LeftAnti, RightSide) =>
-        unmatched(j, pairs, skew, LeftSide, padOther = false, keepType = Some(j.joinType))
+        unmatched(j, pairs, skew, LeftSide, files, padOther = false, keepType = Some(j.joinType))
       case (t, _) => throw new IllegalStateException(s"unexpected join type $t")
     }
+  }
+
+  /** A map-side branch's copy of a side: of the big side, only the files that may hold a skewed key. */
+  private def skewedRows(
+      side: Side,
+      bSide: Side,
+      plan: LogicalPlan,
+      skewedKeys: Seq[Expression],
+      skew: SkewedKeys,
+      files: BranchFiles): LogicalPlan = skewedKeys match {
+    case Seq(key) if side == bSide =>
+      files("mapSide", side, plan, key, skew.values.map(_.head), Kept.OneOf(_))
+    case _ => plan
   }
 
   /**
@@ -505,6 +656,7 @@ case class SkewJoinSplit(session: SparkSession)
       pairs: Seq[KeyPair],
       skew: SkewedKeys,
       oSide: Side,
+      files: BranchFiles,
       padOther: Boolean,
       keepType: Option[JoinType] = None): LogicalPlan = {
     val bSide = oSide.other
@@ -514,7 +666,8 @@ case class SkewJoinSplit(session: SparkSession)
     val bKeys = keysOf(pairs, bSide, pairs.indices).map(remap(_, bMap))
     val idx = skew.keyIndexes
     val oSkewed = Filter(SkewValues.inKeys(idx.map(oKeys), skew.values), o)
-    val bSkewed = Filter(SkewValues.inKeys(idx.map(bKeys), skew.values), b)
+    val bSkewed = Filter(SkewValues.inKeys(idx.map(bKeys), skew.values),
+      skewedRows(bSide, bSide, b, idx.map(bKeys), skew, files))
     val distinctKeys = {
       val keys = Project(bKeys.zipWithIndex.map { case (k, i) => Alias(k, s"skew_key_$i")() },
         bSkewed)
@@ -533,11 +686,15 @@ case class SkewJoinSplit(session: SparkSession)
   }
 
   /** A preserved side's rows with a NULL key, which match nothing: no shuffle, NULL-padded. */
-  private def nullBranch(j: Join, pairs: Seq[KeyPair], side: Side): LogicalPlan = {
+  private def nullBranch(j: Join, pairs: Seq[KeyPair], side: Side, files: BranchFiles)
+      : LogicalPlan = {
     val (p, map) = fresh(if (side == LeftSide) j.left else j.right)
-    val anyNull = keysOf(pairs, side, pairs.indices).map(k => SkewValues.isNullKey(remap(k, map)))
-      .reduce(Or)
-    val rows = Filter(anyNull, p)
+    val keys = keysOf(pairs, side, pairs.indices).map(remap(_, map))
+    val read = keys match {
+      case Seq(key) => files("null", side, p, key, Nil, _ => Kept.Null)
+      case _ => p
+    }
+    val rows = Filter(keys.map(SkewValues.isNullKey).reduce(Or), read)
     j.joinType match {
       case LeftAnti => rows
       case _ =>
@@ -620,6 +777,10 @@ case class SkewJoinSplit(session: SparkSession)
           val restBranch = u.rest
           val skewBranch = u.skewed
           val oKeys = keysOf(pairs, side.other, idx)
+          if (reachesOrcStrings(other.plan, oKeys) || cannotCopy(other.plan).isDefined ||
+              floatingKeys(other, skew)) {
+            return None
+          }
           val oRest = Filter(SkewValues.notInKeys(oKeys, skew.values), other.plan)
           val rest = if (side == LeftSide) done(j.copy(left = restBranch, right = oRest))
             else done(j.copy(left = oRest, right = restBranch))
@@ -647,7 +808,9 @@ case class SkewJoinSplit(session: SparkSession)
 
   private def branchesOf(plan: LogicalPlan): Option[Branches] = plan match {
     case u: Union => u.getTagValue(Split).map(Branches(u.children.head, u.children(1), _))
-    case p @ Project(list, child) if list.forall(_.deterministic) =>
+    // A copy above the map-side branch remaps attributes, which a subquery's plan would not follow.
+    case p @ Project(list, child) if list.forall(e => e.deterministic &&
+        !SubqueryExpression.hasSubquery(e)) =>
       branchesOf(child).filter(b => b.info.keys.forall(p.outputSet.contains)).map { b =>
         val toSkew = AttributeMap(child.output.zip(b.skewed.output))
         val skewList = list.map {
@@ -656,7 +819,7 @@ case class SkewJoinSplit(session: SparkSession)
         }
         b.copy(rest = Project(list, b.rest), skewed = Project(skewList, b.skewed))
       }
-    case Filter(cond, child) if cond.deterministic =>
+    case Filter(cond, child) if cond.deterministic && !SubqueryExpression.hasSubquery(cond) =>
       branchesOf(child).map { b =>
         val toSkew = AttributeMap(child.output.zip(b.skewed.output))
         b.copy(rest = Filter(cond, b.rest), skewed = Filter(remap(cond, toSkew), b.skewed))
@@ -717,7 +880,6 @@ object SkewJoinSplit {
     case _ => Nil
   }
 
-  /** Replicating the other side is exact only when it is not preserved (see the scaladoc). */
   /**
    * True when the other side is neither preserved by the join nor the side a semi/anti join
    * returns: then it can be broadcast to the big side's tasks, and replicated per salt.

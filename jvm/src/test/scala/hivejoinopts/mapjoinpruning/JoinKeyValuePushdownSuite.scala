@@ -170,7 +170,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
         assert(skippedFiles(sql(rangeQuery)).startsWith("3 of 4 files"), keyType)
         withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES.key -> "0") {
           assert(filesRead(scanOf(executedPlan(sql(rangeQuery)), "fact")) == 4, keyType)
-          assert(skippedFiles(sql(rangeQuery)) == "none: bigSide.skipFiles.maxFiles is 0")
+          assert(skippedFiles(sql(rangeQuery)) == "none: mapJoinPruning.bigSide.skipFiles.maxFiles is 0")
         }
         withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES.key -> "3") {
           assert(skippedFiles(sql(rangeQuery)).contains("4 files, over"), keyType)

@@ -121,6 +121,178 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("union form on a table clustered by the key: each branch leaves out the files it would skip") {
+    // One file holds only key 7 (in the second table also a NULL key, in the third only NULL
+    // keys); the other files hold keys 100 to 999. The map-side branch needs only the first
+    // file, the shuffle branch all but it, unless it holds a NULL key, which the shuffle branch
+    // keeps unless NULL keys bypass it.
+    val dir = java.nio.file.Files.createTempDirectory("skew-files").toString
+    def write(table: String, heavy: String): Unit = {
+      spark.range(0, 4000).selectExpr(s"CAST($heavy AS INT) AS k", "id AS v").coalesce(1)
+        .write.parquet(s"$dir/$table")
+      spark.range(0, 3000).selectExpr("CAST(100 + id % 900 AS INT) AS k", "id AS v")
+        .repartition(3).write.mode("append").parquet(s"$dir/$table")
+      spark.read.parquet(s"$dir/$table").createOrReplaceTempView(table)
+    }
+    write("clustered", "7")
+    write("clustered_nulls", "CASE WHEN id = 0 THEN NULL ELSE 7 END")
+    write("clustered_all_null", "NULL")
+    def filesRead(query: String): Seq[Int] = collectWithSubqueries(executedPlan(sql(query))) {
+      case scan: FileSourceScanExec if scan.relation.location.rootPaths.exists(
+          _.toString.contains("clustered")) => scan.relation.location.inputFiles.length
+    }.sorted
+    def skippedFiles(query: String, branch: String) = fired(sql(query)).head.numbers.toMap
+      .apply(s"skippedFiles($branch branch, left side)")
+    withTempView("clustered", "clustered_nulls", "clustered_all_null") {
+      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
+        for (joinType <- Seq("INNER", "LEFT OUTER", "FULL OUTER")) {
+          val query = s"SELECT t.k, t.v, small.w FROM clustered t $joinType JOIN small " +
+            "ON t.k = small.k"
+          checkSameAnswer(sql(query))
+          assert(skippedFiles(query, "mapSide").startsWith("3 of 4 files"))
+          assert(skippedFiles(query, "shuffle").startsWith("1 of 4 files"))
+          // A full outer join's map-side branch reads the table twice (matched and unmatched).
+          assert(filesRead(query).distinct == Seq(1, 3), filesRead(query))
+        }
+        val withNulls = "SELECT t.k, t.v, small.w FROM clustered_nulls t LEFT OUTER JOIN small " +
+          "ON t.k = small.k"
+        checkSameAnswer(sql(withNulls))
+        assert(skippedFiles(withNulls, "mapSide").startsWith("3 of 4 files"))
+        assert(skippedFiles(withNulls, "shuffle").startsWith("none"))
+        assert(sql(withNulls).where("k IS NULL").count() == 1)
+        // NULL keys of the preserved side bypass the shuffle: the NULL branch reads only the
+        // file of NULL keys, the shuffle branch all the others.
+        val allNull = "SELECT t.k, t.v, small.w FROM clustered_all_null t LEFT OUTER JOIN small " +
+          "ON t.k = small.k"
+        checkSameAnswer(sql(allNull))
+        assert(skippedFiles(allNull, "null").startsWith("3 of 4 files"))
+        assert(skippedFiles(allNull, "shuffle").startsWith("1 of 4 files"))
+        assert(sql(allNull).where("k IS NULL").count() == 4000)
+      }
+      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
+          HiveJoinOptsConf.SKEW_JOIN_SKIP_FILES_MAX_FILES.key -> "0") {
+        val query = "SELECT t.k, t.v, small.w FROM clustered t JOIN small ON t.k = small.k"
+        checkSameAnswer(sql(query))
+        assert(filesRead(query) == Seq(4, 4))
+        assert(skippedFiles(query, "mapSide") == "none: skewJoin.skipFiles.maxFiles is 0")
+      }
+    }
+  }
+
+  test("string keys that reach an ORC scan: the salted form, never the union form's filters") {
+    // ORC orders string statistics by UTF-16 code units: a row group of the heavy key U+FF01,
+    // of ASCII keys and of emoji keys has, by Spark's byte order, an emoji max, which is below
+    // U+FF01 for ORC: it would skip the row group for the union form's pushed `k = U+FF01`.
+    withTempDir { dir =>
+      val emoji = "\ud83d\ude00"
+      val rows = (0 until 3000).map(i => (Seq("\uff01", s"$emoji${i % 500}", s"k${i % 500}")(i % 3),
+        i.toLong))
+      spark.createDataFrame(rows).toDF("k", "v").coalesce(1)
+        .write.option("orc.row.index.stride", "10000").orc(s"$dir/big")
+      val keys = ("\uff01" +: (0 until 500).flatMap(i => Seq(s"$emoji$i", s"k$i"))).zipWithIndex
+      spark.createDataFrame(keys).toDF("k", "w").write.orc(s"$dir/small")
+      withTempView("big_orc", "small_orc") {
+        spark.read.orc(s"$dir/big").createOrReplaceTempView("big_orc")
+        spark.read.orc(s"$dir/small").createOrReplaceTempView("small_orc")
+        withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
+          val inner = "SELECT b.k, b.v, s.w FROM big_orc b JOIN small_orc s ON b.k = s.k"
+          checkSameAnswer(sql(inner))
+          // Counted here: a WHERE on the key would itself be pushed into ORC.
+          assert(sql(inner).collect().count(_.getString(0) == "\uff01") == 1000)
+          assert(fired(sql(inner)).map(_.numbers.toMap.apply("form")) == Seq("salted"))
+          val full = "SELECT b.k, b.v, s.w FROM big_orc b FULL OUTER JOIN small_orc s ON b.k = s.k"
+          checkSameAnswer(sql(full))
+          assert(fired(sql(full)).isEmpty)
+          assert(decisions(sql(full)).exists(_.reason.contains("ORC scan")), decisions(sql(full)))
+        }
+      }
+    }
+  }
+
+  test("string keys on a Parquet table clustered by the key: each branch leaves out files") {
+    // The shuffle branch keeps every key but the skewed one: its files are judged by comparing
+    // a row group's string statistics with each other, and with the skewed key.
+    val dir = java.nio.file.Files.createTempDirectory("skew-string-files").toString
+    spark.range(0, 4000).selectExpr("'heavy' AS k", "id AS v").coalesce(1)
+      .write.parquet(s"$dir/big")
+    spark.range(0, 3000).selectExpr("concat('key', id % 900) AS k", "id AS v")
+      .repartition(3).write.mode("append").parquet(s"$dir/big")
+    spark.range(0, 900).selectExpr("concat('key', id) AS k", "id AS w")
+      .union(spark.range(0, 1).selectExpr("'heavy' AS k", "-1L AS w"))
+      .write.parquet(s"$dir/small")
+    withTempView("big_str", "small_str") {
+      spark.read.parquet(s"$dir/big").createOrReplaceTempView("big_str")
+      spark.read.parquet(s"$dir/small").createOrReplaceTempView("small_str")
+      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
+        for (joinType <- Seq("INNER", "LEFT OUTER")) {
+          val query = s"SELECT b.k, b.v, s.w FROM big_str b $joinType JOIN small_str s ON b.k = s.k"
+          checkSameAnswer(sql(query))
+          val Seq(d) = fired(sql(query))
+          val numbers = d.numbers.toMap
+          assert(numbers("keys") == "'heavy'", d)
+          assert(numbers("skippedFiles(mapSide branch, left side)").startsWith("3 of 4 files"), d)
+          assert(numbers("skippedFiles(shuffle branch, left side)").startsWith("1 of 4 files"), d)
+        }
+      }
+    }
+  }
+
+  test("float and double keys: -0.0 and 0.0 are one key, and the union form is never used") {
+    // Parquet's statistics order -0.0 below 0.0: a row group of -0.0 alone has min = max = -0.0,
+    // which a pushed `k IN (0.0)` would skip, and `NOT k IN (0.0)` drops its rows from the
+    // shuffle branch, so the union form would lose them.
+    withTempDir { dir =>
+      for (t <- Seq("double", "float")) {
+        spark.range(0, 2000).selectExpr(s"CAST(-0.0 AS $t) AS k", "id AS v").coalesce(1)
+          .write.parquet(s"$dir/big_$t")
+        spark.range(0, 1500).selectExpr(s"CAST(id % 500 + 1 AS $t) AS k", "id AS v")
+          .repartition(2).write.mode("append").parquet(s"$dir/big_$t")
+        spark.range(0, 501).selectExpr(s"CAST(id AS $t) AS k", "id AS w")
+          .write.parquet(s"$dir/small_$t")
+      }
+      withTempView("big_double", "small_double", "big_float", "small_float") {
+        for (t <- Seq("double", "float"); name <- Seq("big", "small")) {
+          spark.read.parquet(s"$dir/${name}_$t").createOrReplaceTempView(s"${name}_$t")
+        }
+        withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
+          for (t <- Seq("double", "float")) {
+            val inner = s"SELECT b.k, b.v, s.w FROM big_$t b JOIN small_$t s ON b.k = s.k"
+            checkSameAnswer(sql(inner))
+            assert(sql(inner).collect().count(_.getLong(2) == 0L) == 2000, t)
+            assert(fired(sql(inner)).map(_.numbers.toMap.apply("form")) == Seq("salted"), t)
+            val full = s"SELECT b.k, b.v, s.w FROM big_$t b FULL OUTER JOIN small_$t s ON b.k = s.k"
+            checkSameAnswer(sql(full))
+            val Seq(d) = decisions(sql(full))
+            assert(!d.fired && d.reason.contains("floating point"), d)
+          }
+        }
+      }
+    }
+  }
+
+  test("an input with a correlated subquery: the salted form, or no rewrite") {
+    // The union form's fresh copy of an input renews its expression ids; the plan of a
+    // correlated subquery inside it would still refer to the old ones.
+    val input = "(SELECT * FROM big WHERE EXISTS (SELECT 1 FROM small s2 WHERE s2.k2 = big.k2 " +
+      "AND s2.w > 5)) b"
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
+      val inner = s"SELECT b.k, b.v, small.w FROM $input JOIN small ON b.k = small.k"
+      checkSameAnswer(sql(inner))
+      assert(fired(sql(inner)).map(_.numbers.toMap.apply("form")) == Seq("salted"))
+      val full = s"SELECT b.k, b.v, small.w FROM $input FULL OUTER JOIN small ON b.k = small.k"
+      checkSameAnswer(sql(full))
+      val Seq(d) = decisions(sql(full))
+      assert(!d.fired && d.reason.contains("correlated subquery"), d)
+      // NULL keys skewed, no skewed value: the NULL branch would copy the input too.
+      val nullsOnly = "(SELECT * FROM big WHERE (k IS NULL OR k <> 7) AND NOT EXISTS " +
+        "(SELECT 1 FROM small s2 WHERE s2.k2 = big.k2 AND s2.w < 0)) b"
+      val left = s"SELECT b.k, b.v, small.w FROM $nullsOnly LEFT OUTER JOIN small ON b.k = small.k"
+      checkSameAnswer(sql(left))
+      val Seq(n) = decisions(sql(left))
+      assert(!n.fired && n.reason.contains("correlated subquery"), n)
+    }
+  }
+
   test("two-column keys, values of the full key tuple") {
     withSkewConf() {
       val query = "SELECT * FROM big JOIN small ON big.k = small.k AND big.k2 = small.k2"
