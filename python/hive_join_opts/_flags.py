@@ -36,6 +36,7 @@ FLAGS: dict[str, str] = {
     PREFIX + "skewJoin.skipFiles.maxFiles": "int",
     PREFIX + "skewJoin.saltBuckets": "int",
     PREFIX + "skewJoin.nullKeys.enabled": "boolean",
+    PREFIX + "skewJoin.aggregateInBranches.enabled": "boolean",
     # map-join pruning
     PREFIX + "mapJoinPruning.enabled": "boolean",
     PREFIX + "mapJoinPruning.joinKeyValuePushdown.enabled": "boolean",

@@ -154,6 +154,13 @@ object HiveJoinOptsConf {
       "they are skewed, they bypass the shuffle instead of landing in one task.",
     V010, default = true))
 
+  val SKEW_JOIN_AGGREGATE_IN_BRANCHES_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "skewJoin.aggregateInBranches.enabled",
+    "A GROUP BY on the split key over a split join is computed in each branch, where every " +
+      "group's rows are: the shuffle branch's aggregate reuses the join's shuffle instead of " +
+      "shuffling the join's output again.",
+    V010, default = true))
+
   // ---- map-join pruning ----
 
   val MAP_JOIN_PRUNING_ENABLED: Flag[Boolean] = flag(Flag.boolean(

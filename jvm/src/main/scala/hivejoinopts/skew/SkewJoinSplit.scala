@@ -4,6 +4,7 @@ import scala.collection.mutable
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.DeduplicateRelations
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeMap, AttributeReference, Cast, Coalesce, EqualTo, Explode, Expression, If, Literal, Murmur3Hash, NamedExpression, Or, Pmod, SubqueryExpression}
 import org.apache.spark.sql.catalyst.optimizer.JoinSelectionHelper
 import org.apache.spark.sql.catalyst.plans._
@@ -72,7 +73,9 @@ import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule, JoinKeys, KeyPai
  * bypass the shuffle in a branch of their own, padded with NULLs.
  *
  * A join on the same key over an already split join is split along the same keys, so a chain
- * of joins on one key keeps the heavy keys map-side all the way.
+ * of joins on one key keeps the heavy keys map-side all the way. A GROUP BY the split key above
+ * it is computed in each branch (`skewJoin.aggregateInBranches.enabled`), where the shuffle
+ * branch's rows are already partitioned by the key.
  *
  * The rule must not fire, and says why in the decision log, when: the join has no equi-join
  * keys, is not inner/outer/semi/anti, or has a non-deterministic condition; Spark broadcasts a
@@ -91,6 +94,8 @@ case class SkewJoinSplit(session: SparkSession)
   override protected def rewrite(plan: LogicalPlan): LogicalPlan =
     plan.transformUpWithPruning(_.containsPattern(JOIN)) {
       case j: Join if j.getTagValue(Done).isEmpty => split(j).getOrElse(j)
+      case a: Aggregate if SKEW_JOIN_AGGREGATE_IN_BRANCHES_ENABLED(conf) =>
+        aggregateInBranches(a).getOrElse(a)
     }
 
   private def split(j: Join): Option[LogicalPlan] = {
@@ -743,16 +748,60 @@ case class SkewJoinSplit(session: SparkSession)
       (side, skew) <- split if branches.size == 2
       JoinKeys(pairs, _) <- Some(j)
       keys = keysOf(pairs, side, skew.keyIndexes)
-    } tagSplit(u, keys, skew)
+    } tagSplit(u, keys, skew, !preservedSides(j.joinType).contains(side.other))
     u
   }
 
   /** Remembers the split when the union's output still carries the split keys. */
-  private def tagSplit(u: Union, keys: Seq[Expression], skew: SkewedKeys): Unit = keys match {
-    case attrs if attrs.forall(a => a.isInstanceOf[Attribute] && u.outputSet.contains(
-        a.asInstanceOf[Attribute])) =>
-      u.setTagValue(Split, SplitInfo(attrs.map(_.asInstanceOf[Attribute]), skew))
-    case _ =>
+  private def tagSplit(u: Union, keys: Seq[Expression], skew: SkewedKeys, disjoint: Boolean): Unit =
+    keys match {
+      case attrs if attrs.forall(a => a.isInstanceOf[Attribute] && u.outputSet.contains(
+          a.asInstanceOf[Attribute])) =>
+        u.setTagValue(Split, SplitInfo(attrs.map(_.asInstanceOf[Attribute]), skew, disjoint))
+      case _ =>
+    }
+
+  /**
+   * A GROUP BY that holds the split keys, over a split join whose branches output disjoint key
+   * values (NULL included): each group's rows come out of one branch, so the aggregate runs in
+   * each branch, and the shuffle branch's aggregate finds its rows already partitioned by the
+   * join's shuffle.
+   * {{{
+   *   Aggregate [B.k, ...]              Union
+   *   +- Union                    =>    :- Aggregate [B.k, ...]
+   *      :- shuffle join                :  +- shuffle join
+   *      +- map-side join               +- Aggregate [B'.k, ...]
+   *                                        +- map-side join
+   * }}}
+   * Not when the other side is preserved (its unmatched rows carry a NULL B.k in both
+   * branches), nor for aggregates that are not deterministic or hold a subquery. A join key
+   * under a cast (an int key joined to a bigint key) is no split key: the shuffle branch is
+   * partitioned by the cast, which Spark's aggregate on the column cannot reuse.
+   */
+  private def aggregateInBranches(a: Aggregate): Option[LogicalPlan] = branchesOf(a.child) match {
+    case Some(b) if b.info.keysDisjoint &&
+        b.info.keys.forall(k => a.groupingExpressions.exists(_.semanticEquals(k))) &&
+        a.expressions.forall(e => e.deterministic && !SubqueryExpression.hasSubquery(e)) =>
+      val toSkew = AttributeMap(a.child.output.zip(b.skewed.output))
+      val skewedOutput = a.aggregateExpressions.map {
+        case al: Alias => Alias(renewResultIds(remap(al.child, toSkew)), al.name)()
+        case e => remap(e, toSkew).asInstanceOf[NamedExpression]
+      }
+      val u = Union(Seq(
+        Aggregate(a.groupingExpressions, a.aggregateExpressions, b.rest),
+        Aggregate(a.groupingExpressions.map(remap(_, toSkew)), skewedOutput, b.skewed)),
+        byName = false, allowMissingCol = false)
+      tagSplit(u, b.info.keys, b.info.skew, disjoint = true)
+      fired(s"GROUP BY ${a.groupingExpressions.map(e => Candidates.abbreviate(e.sql))
+          .mkString(", ")} over ${Candidates.tables(a.child)}",
+        "grouped by the split key: aggregated in each branch of the split join",
+        "source" -> b.info.skew.source)
+      Some(u)
+    case _ => None
+  }
+
+  private def renewResultIds(e: Expression): Expression = e.transform {
+    case ae: AggregateExpression => ae.copy(resultId = NamedExpression.newExprId)
   }
 
   /**
@@ -795,7 +844,7 @@ case class SkewJoinSplit(session: SparkSession)
             s"${skew.values.size} skewed key(s) stay map-side", "source" -> skew.source,
             "form" -> "union", "otherSideSkewBytes" -> otherBytes)
           val result = Union(Seq(rest, mapSideJoin), byName = false, allowMissingCol = false)
-          tagSplit(result, info.keys, info.skew)
+          tagSplit(result, info.keys, info.skew, info.keysDisjoint)
           Some(result)
         case _ => None
       }
@@ -859,8 +908,11 @@ object SkewJoinSplit {
   /** Joins the rule built; never rewritten again. */
   val Done: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.skewJoinSplit.done")
 
-  /** What a split union holds: its output's key attributes and the skewed keys. */
-  final case class SplitInfo(keys: Seq[Attribute], skew: SkewedKeys)
+  /**
+   * What a split union holds: its output's key attributes, the skewed keys, and whether each
+   * value of the key attributes (NULL included) comes out of one branch only.
+   */
+  final case class SplitInfo(keys: Seq[Attribute], skew: SkewedKeys, keysDisjoint: Boolean)
   val Split: TreeNodeTag[SplitInfo] = TreeNodeTag[SplitInfo]("hiveJoinOpts.skewJoinSplit.split")
 
   val SaltName = "skew_salt"

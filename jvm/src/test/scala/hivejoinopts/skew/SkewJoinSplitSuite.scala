@@ -1,6 +1,11 @@
 package hivejoinopts.skew
 
-import org.apache.spark.sql.execution.FileSourceScanExec
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.catalyst.expressions.aggregate.Final
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
+import org.apache.spark.sql.execution.aggregate.HashAggregateExec
+import org.apache.spark.sql.execution.exchange.Exchange
+import org.apache.spark.sql.execution.joins.SortMergeJoinExec
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf
@@ -391,12 +396,42 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
-  test("a skewed join followed by GROUP BY the key") {
-    withSkewConf() {
-      val query = "SELECT big.k, count(*), sum(small.w) FROM big JOIN small ON big.k = small.k " +
-        "GROUP BY big.k"
-      checkSameAnswer(sql(query))
-      assert(fired(sql(query)).size == 1)
+  test("a skewed join followed by GROUP BY the key: aggregated in each branch") {
+    // A final aggregate with a shuffle join below it and no shuffle in between.
+    def aggregatesOnJoinShuffle(plan: SparkPlan): Int = collectWithSubqueries(plan) {
+      case a: HashAggregateExec if a.aggregateExpressions.exists(_.mode == Final) &&
+          a.find(_.isInstanceOf[Exchange]).forall(e =>
+            !e.exists(_.isInstanceOf[SortMergeJoinExec])) &&
+          a.exists(_.isInstanceOf[SortMergeJoinExec]) => a
+    }.size
+    def aggregated(df: DataFrame) = fired(df).count(_.reason.startsWith("grouped by the split key"))
+    // Without the NULL branch of the left outer join: a split of two branches.
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
+        HiveJoinOptsConf.SKEW_JOIN_NULL_KEYS_ENABLED.key -> "false",
+        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
+      for (joinType <- joinTypes; groupBy <- Seq("big.k", "big.k, small.k2", "small.k")) {
+        val query = s"SELECT $groupBy, count(*), sum(small.w), max(big.v) FROM big $joinType " +
+          s"JOIN small ON big.k = small.k GROUP BY $groupBy"
+        checkSameAnswer(sql(query))
+        // The small side's unmatched rows carry a NULL big.k in both branches when it is
+        // preserved; a GROUP BY without big.k has groups in both branches.
+        val expected = !groupBy.startsWith("small") && Seq("INNER", "LEFT OUTER").contains(joinType)
+        assert(aggregated(sql(query)) == (if (expected) 1 else 0), s"$joinType $groupBy")
+        assert(aggregatesOnJoinShuffle(executedPlan(sql(query))) == (if (expected) 1 else 0),
+          s"$joinType $groupBy")
+      }
+      // The join key is a cast of the grouped column: the shuffle branch is partitioned by the
+      // cast, which an aggregate on the column cannot reuse, so the aggregate stays above.
+      val cast = "SELECT b.k, count(*), sum(small.w) FROM (SELECT CAST(k AS INT) AS k, v FROM big) b " +
+        "JOIN small ON b.k = small.k GROUP BY b.k"
+      checkSameAnswer(sql(cast))
+      assert(fired(sql(cast)).size == 1 && aggregated(sql(cast)) == 0)
+      withSQLConf(HiveJoinOptsConf.SKEW_JOIN_AGGREGATE_IN_BRANCHES_ENABLED.key -> "false") {
+        val query = "SELECT big.k, count(*) FROM big JOIN small ON big.k = small.k GROUP BY big.k"
+        checkSameAnswer(sql(query))
+        assert(fired(sql(query)).size == 1 && aggregated(sql(query)) == 0)
+        assert(aggregatesOnJoinShuffle(executedPlan(sql(query))) == 0)
+      }
     }
   }
 
