@@ -110,6 +110,14 @@ register(
         "FROM skew_skewed b JOIN skew_dim d ON b.k = d.k GROUP BY b.k)",
     ),
     _scenario(
+        "s4_group_by_key_same_type",
+        "S4 with join keys of one type (the other side's key cast to the big side's int): the "
+        "GROUP BY runs in each branch, the shuffle branch's on the join's partitioning",
+        "SELECT count(*), sum(n), sum(w) FROM (SELECT b.k, count(*) AS n, sum(d.w) AS w "
+        "FROM skew_skewed b JOIN (SELECT CAST(k AS INT) AS k, w FROM skew_dim) d ON b.k = d.k "
+        "GROUP BY b.k)",
+    ),
+    _scenario(
         "s5_null_keys",
         "S5: left outer join where 55% of the preserved side's keys are NULL",
         f"SELECT {AGGREGATES} FROM skew_nullkeys b LEFT OUTER JOIN skew_dim d ON b.k = d.k",
