@@ -244,16 +244,17 @@ case class SkewJoinSplit(session: SparkSession)
     val big = chooseBigSide(found)
     val numbers: Seq[(String, Any)] = Seq("leftBytes" -> left.bytes, "rightBytes" -> right.bytes)
     val notes = found.values.flatMap(_.notes).toSeq
-    def input(side: Side) = if (side == LeftSide) left else right
+    // The NULL branch reads a bypassed side a second time, as the union form does.
+    lazy val bypassNotCopyable = bypass.flatMap(s =>
+      cannotCopy((if (s == LeftSide) left else right).plan, "the NULL branch")).headOption
     (big, bypass) match {
       case (None, Seq()) =>
         skipped(candidate, ("no skewed keys" +: notes).mkString("; "),
           numbers ++ found.values.flatMap(_.sample.map(_.numbers)).flatten: _*)
         None
-      case (None, sides) if sides.exists(s => cannotCopy(input(s).plan).isDefined) =>
-        val why = sides.flatMap(s => cannotCopy(input(s).plan)).head
+      case (None, sides) if bypassNotCopyable.isDefined =>
         skipped(candidate, s"NULL keys of the ${sides.mkString(" and ")} side are skewed, but " +
-          s"${why.replace("the union form", "the NULL branch")}", numbers: _*)
+          bypassNotCopyable.get, numbers: _*)
         None
       case (None, sides) =>
         val files = new BranchFiles
@@ -400,16 +401,7 @@ case class SkewJoinSplit(session: SparkSession)
     val saltedExact = otherSideCanBeCopied(j.joinType, b.side)
     val plain = JoinKeys.isScanPipeline(j.left) && JoinKeys.isScanPipeline(j.right)
     def pick(form: String) = Right((form, None))
-    val unionUnsafe = cannotCopy(j.left).orElse(cannotCopy(j.right)).orElse {
-      if (floatingKeys(b, skew) || floatingKeys(o, skew)) {
-        Some("the skewed keys are floating point: Parquet and ORC statistics order -0.0 below " +
-          "0.0, which Spark's equality equates, so the union form's filters on the keys, pushed " +
-          "into a scan, could skip rows they keep")
-      } else if (filtersReachOrcStrings(b, skew) || filtersReachOrcStrings(o, skew)) {
-        Some("the union form's filters on the skewed string keys would reach an ORC scan, " +
-          "whose statistics ORC compares in another order than Spark")
-      } else None
-    }
+    val unionUnsafe = unionNotExact(if (b.side == LeftSide) Seq(b, o) else Seq(o, b), skew)
     SKEW_JOIN_FORM(conf) match {
       case _ if unionUnsafe.isDefined && saltedExact => pick("salted")
       case _ if unionUnsafe.isDefined => Left(s"${unionUnsafe.get}, and the salted form is not " +
@@ -433,30 +425,45 @@ case class SkewJoinSplit(session: SparkSession)
   }
 
   /**
-   * Why the union form cannot read `plan` a second time through a fresh copy: a non-deterministic
+   * Why the union form, which reads `inputs` again through fresh copies and filters them on the
+   * skewed keys, would not be exact for them; None when it is.
+   */
+  private def unionNotExact(inputs: Seq[Input], skew: SkewedKeys): Option[String] = {
+    def keys(input: Input) = skew.keyIndexes.map(input.keys)
+    inputs.flatMap(i => cannotCopy(i.plan, "the union form")).headOption.orElse {
+      if (inputs.exists(i => floatingKeys(keys(i)))) {
+        Some("the skewed keys are floating point: Parquet and ORC statistics order -0.0 below " +
+          "0.0, which Spark's equality equates, so the union form's filters on the keys, pushed " +
+          "into a scan, could skip rows they keep")
+      } else if (inputs.exists(i => reachesOrcStrings(i.plan, keys(i)))) {
+        Some("the union form's filters on the skewed string keys would reach an ORC scan, " +
+          "whose statistics ORC compares in another order than Spark")
+      } else None
+    }
+  }
+
+  /**
+   * Why `reader` cannot read `plan` a second time through a fresh copy: a non-deterministic
    * input could move rows between the branches, and a correlated subquery's plan refers to its
    * outer plan's expression ids, which the copy renews without it.
    */
-  private def cannotCopy(plan: LogicalPlan): Option[String] =
+  private def cannotCopy(plan: LogicalPlan, reader: String): Option[String] =
     if (!plan.deterministic) {
-      Some("an input is not deterministic, so the union form cannot read it twice")
+      Some(s"an input is not deterministic, so $reader cannot read it twice")
     } else if (plan.exists(_.expressions.exists(SubqueryExpression.hasCorrelatedSubquery))) {
-      Some("an input holds a correlated subquery, which the union form cannot read twice")
+      Some(s"an input holds a correlated subquery, which $reader cannot read twice")
     } else None
 
-  /** True when a skewed key is, or is computed from, a float or double column. */
-  private def floatingKeys(input: Input, skew: SkewedKeys): Boolean =
-    skew.keyIndexes.map(input.keys).exists(k => (k.dataType +: k.references.toSeq.map(_.dataType))
+  /** True when a key is, or is computed from, a float or double column. */
+  private def floatingKeys(keys: Seq[Expression]): Boolean =
+    keys.exists(k => (k.dataType +: k.references.toSeq.map(_.dataType))
       .exists(t => t == FloatType || t == DoubleType))
 
   /**
-   * True when the union form's branch filters on the skewed keys could reach an ORC scan of a
-   * string column: ORC orders string statistics by UTF-16 code units, Spark by UTF-8 bytes (they
-   * differ from U+E000 up), so ORC could skip row groups that hold a key the filter keeps.
+   * True when filters on string `keys` could reach an ORC scan under `plan`: ORC orders string
+   * statistics by UTF-16 code units, Spark by UTF-8 bytes (they differ from U+E000 up), so ORC
+   * could skip row groups that hold a key the filter keeps.
    */
-  private def filtersReachOrcStrings(input: Input, skew: SkewedKeys): Boolean =
-    reachesOrcStrings(input.plan, skew.keyIndexes.map(input.keys))
-
   private def reachesOrcStrings(plan: LogicalPlan, keys: Seq[Expression]): Boolean =
     keys.exists(_.dataType.isInstanceOf[StringType]) && plan.exists {
       case LogicalRelation(fs: HadoopFsRelation, _, _, _, _) => fs.fileFormat.toString == "ORC"
@@ -826,10 +833,7 @@ case class SkewJoinSplit(session: SparkSession)
           val restBranch = u.rest
           val skewBranch = u.skewed
           val oKeys = keysOf(pairs, side.other, idx)
-          if (reachesOrcStrings(other.plan, oKeys) || cannotCopy(other.plan).isDefined ||
-              floatingKeys(other, skew)) {
-            return None
-          }
+          if (unionNotExact(Seq(other), skew).isDefined) return None
           val oRest = Filter(SkewValues.notInKeys(oKeys, skew.values), other.plan)
           val rest = if (side == LeftSide) done(j.copy(left = restBranch, right = oRest))
             else done(j.copy(left = oRest, right = restBranch))
