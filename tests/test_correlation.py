@@ -37,6 +37,9 @@ CASES = {
     "MergeSameKeyAggregates": "SELECT a.k, a.k2, a.s, b.c FROM (SELECT k, k2, sum(v) AS s FROM corr_t WHERE v < 50 "
     "GROUP BY k, k2) a LEFT JOIN (SELECT k, k2, count(*) AS c FROM corr_t WHERE v > 40 "
     "GROUP BY k, k2) b ON a.k = b.k AND a.k2 = b.k2",
+    # v is an int, k a bigint: the join is on CAST(v AS BIGINT); MERGE keeps it a shuffled join.
+    "GroupByCastJoinKey": "SELECT /*+ MERGE(t2) */ t1.v, count(*) AS n, sum(t2.k) AS s "
+    "FROM corr_t t1 JOIN corr_t t2 ON t1.v = t2.k GROUP BY t1.v",
     "PruneRepeatedInSubquery": "WITH w AS (SELECT a.k FROM corr_t a JOIN corr_t b ON a.k = b.k "
     "AND a.k2 <> b.k2) SELECT count(*) FROM corr_t t WHERE t.k IN (SELECT k FROM w) "
     "AND t.k IN (SELECT c.k FROM corr_t c JOIN w ON c.k = w.k WHERE c.v > 90)",

@@ -53,6 +53,7 @@ FLAGS: dict[str, str] = {
     PREFIX + "correlation.aggregateJoinToWindow.enabled": "boolean",
     PREFIX + "correlation.mergeSameKeyAggregates.enabled": "boolean",
     PREFIX + "correlation.pruneRepeatedInSubquery.enabled": "boolean",
+    PREFIX + "correlation.groupByCastJoinKey.enabled": "boolean",
     PREFIX + "correlation.coarsenJoinShuffle.enabled": "boolean",
     PREFIX + "correlation.coarsenJoinShuffle.minDistinctKeys": "long",
 }

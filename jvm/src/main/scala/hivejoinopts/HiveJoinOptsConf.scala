@@ -258,6 +258,12 @@ object HiveJoinOptsConf {
       "filter, the second's join with the rows the first reads is dropped (TPC-DS q95).",
     V010, default = true))
 
+  val GROUP_BY_CAST_JOIN_KEY: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "correlation.groupByCastJoinKey.enabled",
+    "A GROUP BY on k over a shuffled join on CAST(k AS T) (keys of two types) also groups by " +
+      "the cast, so that the aggregate runs on the join's shuffle instead of shuffling again.",
+    V010, default = true))
+
   val COARSEN_JOIN_SHUFFLE: Flag[Boolean] = flag(Flag.boolean(
     PREFIX + "correlation.coarsenJoinShuffle.enabled",
     "A shuffled join on (k, b) followed by an aggregate or a join on k shuffles its inputs " +

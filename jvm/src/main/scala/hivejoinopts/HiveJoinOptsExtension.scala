@@ -6,7 +6,7 @@ import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 
-import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, MergeSameKeyAggregates, PruneRepeatedInSubquery}
+import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, GroupByCastJoinKey, MergeSameKeyAggregates, PruneRepeatedInSubquery}
 import hivejoinopts.mapjoinpruning.JoinKeyValuePushdown
 
 /**
@@ -31,6 +31,7 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     ext.injectPreCBORule(PruneRepeatedInSubquery)
     ext.injectPreCBORule(MergeSameKeyAggregates)
     ext.injectPreCBORule(AggregateJoinToWindow)
+    ext.injectPreCBORule(GroupByCastJoinKey)
     // After EnsureRequirements has placed the shuffles: the rule changes which keys they use.
     // With adaptive execution it runs on each re-planned plan; without, before the columnar
     // transitions, the first hook after EnsureRequirements.
@@ -69,6 +70,7 @@ object HiveJoinOptsExtension {
     PruneRepeatedInSubquery(session),
     MergeSameKeyAggregates(session),
     AggregateJoinToWindow(session),
+    GroupByCastJoinKey(session),
     // ---- map-join pruning ----
     // Late in a live session, after Spark's partition pruning batch: the scan strategies still
     // prune partitions and push filters with what it adds.
