@@ -24,7 +24,7 @@ import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf._
 import hivejoinopts.mapjoinpruning.{Narrowing, ParquetFileSkipping, RowGroupOverlap}
 import hivejoinopts.mapjoinpruning.ParquetFileSkipping.Kept
-import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule, JoinKeys, KeyPair}
+import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, JoinKeys, KeyPair}
 
 /**
  * Splits a join whose keys are skewed: the heavy-hitter keys are joined map-side (the other
@@ -759,13 +759,10 @@ case class SkewJoinSplit(session: SparkSession)
     u
   }
 
-  /** Remembers the split when the union's output still carries the split keys. */
+  /** Remembers the split when the union's output still carries what the split keys read. */
   private def tagSplit(u: Union, keys: Seq[Expression], skew: SkewedKeys, disjoint: Boolean): Unit =
-    keys match {
-      case attrs if attrs.forall(a => a.isInstanceOf[Attribute] && u.outputSet.contains(
-          a.asInstanceOf[Attribute])) =>
-        u.setTagValue(Split, SplitInfo(attrs.map(_.asInstanceOf[Attribute]), skew, disjoint))
-      case _ =>
+    if (keys.forall(k => k.deterministic && k.references.nonEmpty && k.references.subsetOf(u.outputSet))) {
+      u.setTagValue(Split, SplitInfo(keys, skew, disjoint))
     }
 
   /**
@@ -782,12 +779,12 @@ case class SkewJoinSplit(session: SparkSession)
    * }}}
    * Not when the other side is preserved (its unmatched rows carry a NULL B.k in both
    * branches), nor for aggregates that are not deterministic or hold a subquery. A join key
-   * under a cast (an int key joined to a bigint key) is no split key: the shuffle branch is
-   * partitioned by the cast, which Spark's aggregate on the column cannot reuse.
+   * under a cast (an int key joined to a bigint key) is grouped on once
+   * [[hivejoinopts.correlation.GroupByCastJoinKey]] has added the cast to the GROUP BY.
    */
   private def aggregateInBranches(a: Aggregate): Option[LogicalPlan] = branchesOf(a.child) match {
     case Some(b) if b.info.keysDisjoint &&
-        b.info.keys.forall(k => a.groupingExpressions.exists(_.semanticEquals(k))) &&
+        b.info.keys.forall(GroupingKeys.groupsBy(a, _)) &&
         a.expressions.forall(e => e.deterministic && !SubqueryExpression.hasSubquery(e)) =>
       val toSkew = AttributeMap(a.child.output.zip(b.skewed.output))
       val skewedOutput = a.aggregateExpressions.map {
@@ -864,7 +861,7 @@ case class SkewJoinSplit(session: SparkSession)
     // A copy above the map-side branch remaps attributes, which a subquery's plan would not follow.
     case p @ Project(list, child) if list.forall(e => e.deterministic &&
         !SubqueryExpression.hasSubquery(e)) =>
-      branchesOf(child).filter(b => b.info.keys.forall(p.outputSet.contains)).map { b =>
+      branchesOf(child).filter(b => b.info.keys.forall(_.references.subsetOf(p.outputSet))).map { b =>
         val toSkew = AttributeMap(child.output.zip(b.skewed.output))
         val skewList = list.map {
           case a: Alias => Alias(remap(a.child, toSkew), a.name)()
@@ -913,10 +910,10 @@ object SkewJoinSplit {
   val Done: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.skewJoinSplit.done")
 
   /**
-   * What a split union holds: its output's key attributes, the skewed keys, and whether each
-   * value of the key attributes (NULL included) comes out of one branch only.
+   * What a split union holds: the split keys over its output, the skewed keys, and whether each
+   * value of the split keys (NULL included) comes out of one branch only.
    */
-  final case class SplitInfo(keys: Seq[Attribute], skew: SkewedKeys, keysDisjoint: Boolean)
+  final case class SplitInfo(keys: Seq[Expression], skew: SkewedKeys, keysDisjoint: Boolean)
   val Split: TreeNodeTag[SplitInfo] = TreeNodeTag[SplitInfo]("hiveJoinOpts.skewJoinSplit.split")
 
   val SaltName = "skew_salt"

@@ -396,6 +396,20 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("a chain of joins on a cast of the key keeps the skewed keys map-side") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
+      spark.table("small").selectExpr("k", "w + 1 AS x").createOrReplaceTempView("small2")
+      // big.k as int, joined to the bigint keys of both small sides: the split key is the cast.
+      val query = "SELECT b.v, small.w, small2.x FROM (SELECT CAST(k AS INT) AS k, v FROM big) b " +
+        "JOIN small ON b.k = small.k JOIN small2 ON b.k = small2.k"
+      checkSameAnswer(sql(query))
+      val reasons = fired(sql(query)).map(_.reason)
+      assert(reasons.exists(_.startsWith("follows the split of the join below")), reasons)
+      val plan = executedPlan(sql(query))
+      assert(broadcastJoins(plan) == 2 && shuffleJoins(plan) == 2, plan)
+    }
+  }
+
   test("a skewed join followed by GROUP BY the key: aggregated in each branch") {
     // A final aggregate with a shuffle join below it and no shuffle in between.
     def aggregatesOnJoinShuffle(plan: SparkPlan): Int = collectWithSubqueries(plan) {
@@ -420,12 +434,18 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
         assert(aggregatesOnJoinShuffle(executedPlan(sql(query))) == (if (expected) 1 else 0),
           s"$joinType $groupBy")
       }
-      // The join key is a cast of the grouped column: the shuffle branch is partitioned by the
-      // cast, which an aggregate on the column cannot reuse, so the aggregate stays above.
+      // The join key is a cast of the grouped column: GroupByCastJoinKey adds the cast to the
+      // GROUP BY, and the shuffle branch's aggregate runs on the join's partitioning by the cast.
+      // Without it the aggregate stays above the split.
       val cast = "SELECT b.k, count(*), sum(small.w) FROM (SELECT CAST(k AS INT) AS k, v FROM big) b " +
         "JOIN small ON b.k = small.k GROUP BY b.k"
       checkSameAnswer(sql(cast))
-      assert(fired(sql(cast)).size == 1 && aggregated(sql(cast)) == 0)
+      assert(aggregated(sql(cast)) == 1 && aggregatesOnJoinShuffle(executedPlan(sql(cast))) == 1)
+      withSQLConf(HiveJoinOptsConf.GROUP_BY_CAST_JOIN_KEY.key -> "false") {
+        checkSameAnswer(sql(cast))
+        assert(fired(sql(cast)).size == 1 && aggregated(sql(cast)) == 0)
+        assert(aggregatesOnJoinShuffle(executedPlan(sql(cast))) == 0)
+      }
       withSQLConf(HiveJoinOptsConf.SKEW_JOIN_AGGREGATE_IN_BRANCHES_ENABLED.key -> "false") {
         val query = "SELECT big.k, count(*) FROM big JOIN small ON big.k = small.k GROUP BY big.k"
         checkSameAnswer(sql(query))
