@@ -37,8 +37,8 @@ import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, Jo
  * whose partitioning the join's output keeps, when every other join key of that side is already
  * grouped on. Not when Spark broadcasts a side (no shuffle to reuse), for null-safe keys (Spark
  * shuffles on other expressions then), nor for aggregates that are not deterministic or hold a
- * subquery. Between the aggregate and the join only projections and filters that keep `k` may
- * sit.
+ * subquery, nor for streaming aggregates (their state is keyed by the grouping columns). Between
+ * the aggregate and the join only projections and filters that keep `k` may sit.
  */
 case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogicalRule
   with JoinSelectionHelper {
@@ -49,7 +49,9 @@ case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogical
 
   override protected def rewrite(plan: LogicalPlan): LogicalPlan =
     plan.transformUpWithPruning(p => p.containsPattern(AGGREGATE) && p.containsPattern(JOIN)) {
-      case a: Aggregate if a.groupingExpressions.nonEmpty => withCastKeys(a).getOrElse(a)
+      // A streaming aggregate keeps its state by its grouping columns: they stay as written.
+      case a: Aggregate if a.groupingExpressions.nonEmpty && !a.isStreaming =>
+        withCastKeys(a).getOrElse(a)
     }
 
   private def withCastKeys(a: Aggregate): Option[Aggregate] = {

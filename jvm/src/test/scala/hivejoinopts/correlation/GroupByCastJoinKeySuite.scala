@@ -1,5 +1,6 @@
 package hivejoinopts.correlation
 
+import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf
@@ -108,6 +109,19 @@ class GroupByCastJoinKeySuite extends CorrelationSuiteBase {
       val sql = "SELECT ints.k, count(*) * rand(3) FROM ints JOIN longs ON ints.k = longs.k " +
         "GROUP BY ints.k"
       assertSkipped(Rule, spark.sql(sql), "not deterministic")
+    }
+  }
+
+  test("not for a streaming aggregate, whose state is keyed by its grouping columns") {
+    withShuffledJoins() {
+      def grouped(ints: DataFrame) = ints.join(spark.table("longs"), ints("k") === spark.table("longs")("k"))
+        .groupBy(ints("k")).count().queryExecution.analyzed
+      val rule = GroupByCastJoinKey(spark)
+      val batch = grouped(spark.table("ints").select("k"))
+      assert(rule(batch) != batch)
+      val stream = grouped(spark.readStream.format("rate").load()
+        .selectExpr("CAST(value % 300 AS INT) AS k"))
+      assert(stream.isStreaming && (rule(stream) eq stream))
     }
   }
 
