@@ -3,7 +3,6 @@ package hivejoinopts.correlation
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.catalog.{CatalogTable, HiveTableRelation}
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
-import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, Partitioning, PartitioningCollection}
 import org.apache.spark.sql.catalyst.rules.Rule
@@ -69,7 +68,7 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
 
   private def coarsen(keys: Seq[Expression], n: Int, child: SparkPlan): Option[SparkPlan] = {
     val (chain, join) = chainToJoin(child).getOrElse(return None)
-    val sides = keptSides(join.joinType)
+    val sides = JoinOutputPartitioning.keptSides(join.joinType)
     // Positions of the exchange's keys among the join keys, on a side whose partitioning the
     // join's output keeps.
     val positions = keys.map { k =>
@@ -102,15 +101,8 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
     Some(top)
   }
 
-  private def keptSides(joinType: JoinType): Seq[Int] = joinType match {
-    case Inner => Seq(0, 1)
-    case LeftOuter | LeftSemi | LeftAnti => Seq(0)
-    case RightOuter => Seq(1)
-    case _ => Nil
-  }
-
   private def joinKeys(join: ShuffledJoin, side: Int): Seq[Expression] =
-    if (side == 0) join.leftKeys else join.rightKeys
+    if (side == JoinOutputPartitioning.LeftInput) join.leftKeys else join.rightKeys
 
   /**
    * The join input re-partitioned on the join keys at `positions`: its exchange on all the keys

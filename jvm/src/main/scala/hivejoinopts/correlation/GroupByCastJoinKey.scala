@@ -3,11 +3,10 @@ package hivejoinopts.correlation
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, Cast, Expression, SubqueryExpression}
 import org.apache.spark.sql.catalyst.optimizer.JoinSelectionHelper
-import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Filter, Join, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.trees.TreePattern.{AGGREGATE, JOIN}
-import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.catalyst.util.CollationFactory
+import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.types.{BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType, IntegerType, LongType, ShortType, StringType, TimestampNTZType, TimestampType}
 
 import hivejoinopts.HiveJoinOptsConf
@@ -62,7 +61,9 @@ case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogical
     }
     val grouped = a.groupingExpressions
     def isGrouped(e: Expression) = GroupingKeys.groupsBy(a, e)
-    val sideKeys = keptSides(j.joinType).map(left => pairs.map(p => if (left) p.left else p.right))
+    val sideKeys = JoinOutputPartitioning.keptSides(j.joinType).map { side =>
+      pairs.map(p => if (side == JoinOutputPartitioning.LeftInput) p.left else p.right)
+    }
     // The casts of grouped columns that complete a side's keys, on the first side they complete.
     val added = sideKeys.iterator.map(_.filterNot(isGrouped)).collectFirst {
       case missing if missing.nonEmpty && missing.forall(castOfGrouped(_, a)) => missing
@@ -118,11 +119,4 @@ case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogical
     case _ => false
   }
 
-  /** Sides (true for left) whose partitioning the join's output keeps. */
-  private def keptSides(t: JoinType): Seq[Boolean] = t match {
-    case Inner => Seq(true, false)
-    case LeftOuter | LeftSemi | LeftAnti => Seq(true)
-    case RightOuter => Seq(false)
-    case _ => Nil
-  }
 }

@@ -1,6 +1,6 @@
 package hivejoinopts.rules
 
-import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, Expression}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeMap, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Project}
 
 /** What an aggregate groups by, seen through the projection below it. */
@@ -11,15 +11,13 @@ object GroupingKeys {
    * as `e` (where Spark's PullOutGroupingExpressions puts grouping expressions).
    */
   def groupsBy(a: Aggregate, e: Expression): Boolean = {
-    lazy val computed: Map[Attribute, Expression] = a.child match {
-      case Project(list, _) => list.collect { case al: Alias => al.toAttribute -> al.child }.toMap
-      case _ => Map.empty
+    lazy val computed = a.child match {
+      case Project(list, _) => AttributeMap(list.collect { case al: Alias => al.toAttribute -> al.child })
+      case _ => AttributeMap.empty[Expression]
     }
-    a.groupingExpressions.exists { g =>
-      g.semanticEquals(e) || (g match {
-        case attr: Attribute => computed.find(_._1.semanticEquals(attr)).exists(_._2.semanticEquals(e))
-        case _ => false
-      })
+    a.groupingExpressions.exists {
+      case attr: Attribute if computed.get(attr).exists(_.semanticEquals(e)) => true
+      case g => g.semanticEquals(e)
     }
   }
 }
