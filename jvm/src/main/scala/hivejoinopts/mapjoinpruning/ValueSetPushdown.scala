@@ -173,9 +173,7 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
       Left(s"$table is a stream")
     } else {
       use(leaf, column).flatMap {
-        // ORC's reader orders strings by UTF-16 code units, Spark by UTF-8 bytes (they differ
-        // from U+E000 up): a pushed value could skip row groups that hold it.
-        case ScanUse.PushedFilter("ORC") if column.dataType.isInstanceOf[StringType] =>
+        case ScanUse.PushedFilter("ORC") if OrcStringStatistics.unordered(column.dataType) =>
           Left(s"$table.${column.name} is an ORC string column, whose statistics ORC compares " +
             "in another order than Spark")
         case u => Right(Target(leaf, column, keyType, u))
@@ -195,7 +193,7 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
           fs.fileFormat match {
             case _: ParquetFileFormat => Right(ScanUse.PushedFilter("Parquet"))
             // Both ORC readers (native and Hive) push SearchArguments.
-            case orc if orc.toString == "ORC" => Right(ScanUse.PushedFilter("ORC"))
+            case orc if OrcStringStatistics.isOrc(orc) => Right(ScanUse.PushedFilter("ORC"))
             case format =>
               Left(s"$table is read as $format, which takes no pushed filters on ${column.name}")
           }

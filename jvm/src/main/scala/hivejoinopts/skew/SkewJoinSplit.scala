@@ -15,14 +15,12 @@ import org.apache.spark.sql.catalyst.trees.TreePattern.JOIN
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
-import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
-import org.apache.spark.sql.execution.datasources.v2.orc.OrcTable
 import org.apache.spark.sql.hivejoinopts.Flag
-import org.apache.spark.sql.types.{ArrayType, DoubleType, FloatType, IntegerType, StringType}
+import org.apache.spark.sql.types.{ArrayType, DoubleType, FloatType, IntegerType}
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf._
-import hivejoinopts.mapjoinpruning.{Narrowing, ParquetFileSkipping, RowGroupOverlap}
+import hivejoinopts.mapjoinpruning.{Narrowing, OrcStringStatistics, ParquetFileSkipping, RowGroupOverlap}
 import hivejoinopts.mapjoinpruning.ParquetFileSkipping.Kept
 import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, JoinKeys, KeyPair}
 
@@ -459,17 +457,9 @@ case class SkewJoinSplit(session: SparkSession)
     keys.exists(k => (k.dataType +: k.references.toSeq.map(_.dataType))
       .exists(t => t == FloatType || t == DoubleType))
 
-  /**
-   * True when filters on string `keys` could reach an ORC scan under `plan`: ORC orders string
-   * statistics by UTF-16 code units, Spark by UTF-8 bytes (they differ from U+E000 up), so ORC
-   * could skip row groups that hold a key the filter keeps.
-   */
+  /** True when filters on `keys` could reach an ORC scan under `plan` that orders them otherwise. */
   private def reachesOrcStrings(plan: LogicalPlan, keys: Seq[Expression]): Boolean =
-    keys.exists(_.dataType.isInstanceOf[StringType]) && plan.exists {
-      case LogicalRelation(fs: HadoopFsRelation, _, _, _, _) => fs.fileFormat.toString == "ORC"
-      case r: DataSourceV2Relation => r.table.isInstanceOf[OrcTable]
-      case _ => false
-    }
+    keys.exists(k => OrcStringStatistics.unordered(k.dataType)) && OrcStringStatistics.readsOrc(plan)
 
   /**
    * The share of the big side that the union form's map-side branch reads again, from the
