@@ -2,7 +2,6 @@ package hivejoinopts.correlation
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, Cast, Expression, SubqueryExpression}
-import org.apache.spark.sql.catalyst.optimizer.JoinSelectionHelper
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Filter, Join, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.trees.TreePattern.{AGGREGATE, JOIN}
 import org.apache.spark.sql.catalyst.util.CollationFactory
@@ -11,7 +10,7 @@ import org.apache.spark.sql.types.{BinaryType, BooleanType, ByteType, DataType, 
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
-import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, JoinKeys}
+import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, JoinKeys, SparkJoinSelection}
 
 /**
  * A GROUP BY on `k` over a join on `CAST(k AS T)` runs on the join's shuffle: the aggregate also
@@ -39,8 +38,7 @@ import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, Jo
  * subquery, nor for streaming aggregates (their state is keyed by the grouping columns). Between
  * the aggregate and the join only projections and filters that keep `k` may sit.
  */
-case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogicalRule
-  with JoinSelectionHelper {
+case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogicalRule {
 
   override def family: Family = Correlation
 
@@ -76,7 +74,7 @@ case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogical
     } else if (!a.expressions.forall(e => e.deterministic && !SubqueryExpression.hasSubquery(e))) {
       skipped(candidate, "the aggregate is not deterministic or holds a subquery")
       None
-    } else if (broadcast(j)) {
+    } else if (SparkJoinSelection.broadcastSide(j, pairs.map(_.left), conf).isDefined) {
       skipped(candidate, "Spark broadcasts a side of the join: no shuffle to reuse")
       None
     } else {
@@ -89,12 +87,6 @@ case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogical
         child = Project(a.child.output ++ aliases, a.child)))
     }
   }
-
-  /** As Spark's join selection: a broadcast hint, else any other strategy hint, else the size. */
-  private def broadcast(j: Join): Boolean =
-    getBroadcastBuildSide(j, hintOnly = true, conf).isDefined ||
-      (j.hint.leftHint.flatMap(_.strategy).isEmpty && j.hint.rightHint.flatMap(_.strategy).isEmpty &&
-        getBroadcastBuildSide(j, hintOnly = false, conf).isDefined)
 
   /** The join under projections and filters that pass their input's columns through. */
   private def joinBelow(plan: LogicalPlan): Option[Join] = plan match {

@@ -22,7 +22,8 @@ import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf._
 import hivejoinopts.mapjoinpruning.{Narrowing, OrcStringStatistics, ParquetFileSkipping, RowGroupOverlap}
 import hivejoinopts.mapjoinpruning.ParquetFileSkipping.Kept
-import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, JoinKeys, KeyPair}
+import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, JoinKeys, KeyPair,
+  SparkJoinSelection}
 
 /**
  * Splits a join whose keys are skewed: the heavy-hitter keys are joined map-side (the other
@@ -77,7 +78,8 @@ import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, Jo
  *
  * The rule must not fire, and says why in the decision log, when: the join has no equi-join
  * keys, is not inner/outer/semi/anti, or has a non-deterministic condition; Spark broadcasts a
- * side whole anyway; no skewed key is found; sizes are unknown and there is no hint; the other
+ * side whole anyway (by hint or by size, unless a shuffle join hint such as MERGE rules the
+ * broadcast out, as in Spark's join selection); no skewed key is found; sizes are unknown and there is no hint; the other
  * side's rows for the skewed keys are estimated above `skewJoin.maxBroadcastBytes` (keys
  * skewed on both sides); or no form is exact for the join type and inputs.
  */
@@ -233,7 +235,7 @@ case class SkewJoinSplit(session: SparkSession)
       candidate: String): Option[LogicalPlan] = {
     val left = Input(LeftSide, j.left, pairs.map(_.left))
     val right = Input(RightSide, j.right, pairs.map(_.right))
-    broadcastWhole(j, left, right).foreach { reason =>
+    broadcastWhole(j, pairs, left, right).foreach { reason =>
       skipped(candidate, reason, "leftBytes" -> left.bytes, "rightBytes" -> right.bytes)
       return None
     }
@@ -267,11 +269,13 @@ case class SkewJoinSplit(session: SparkSession)
     }
   }
 
-  /** Why Spark needs no help: it broadcasts a whole side (by hint or by size). */
-  private def broadcastWhole(j: Join, left: Input, right: Input): Option[String] = {
-    val hintedSide = getBroadcastBuildSide(j, hintOnly = true, conf)
-    val bySize = getBroadcastBuildSide(j, hintOnly = false, conf)
-    hintedSide.orElse(bySize).map { side =>
+  /**
+   * Why Spark needs no help: it broadcasts a whole side (by hint or by size, unless a shuffle
+   * join hint such as MERGE says otherwise).
+   */
+  private def broadcastWhole(
+      j: Join, pairs: Seq[KeyPair], left: Input, right: Input): Option[String] = {
+    SparkJoinSelection.broadcastSide(j, pairs.map(_.left), conf).map { side =>
       val which = if (side == org.apache.spark.sql.catalyst.optimizer.BuildLeft) left else right
       s"Spark broadcasts the ${which.side} side whole (${which.bytes} bytes): no shuffle to skew"
     }

@@ -479,6 +479,20 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("a MERGE hint on a side small enough to broadcast: Spark shuffles, so the rule splits") {
+    withSkewConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "10485760") {
+      val query = "SELECT /*+ MERGE(small) */ big.k, big.v, small.w FROM big JOIN small " +
+        "ON big.k = small.k"
+      checkSameAnswer(sql(query))
+      val df = sql(query)
+      assert(fired(df).size == 1, decisions(df))
+      // The skewed keys map-side, the rest through the sort-merge join the hint asks for.
+      val joins = joinsOf(df.queryExecution.executedPlan)
+      assert(broadcastJoins(df.queryExecution.executedPlan) == 1 &&
+        joins.count(_.isInstanceOf[SortMergeJoinExec]) == 1, joins)
+    }
+  }
+
   test("inputs under the sampling threshold are not sampled") {
     withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_INPUT_BYTES.key -> "1g") {
       val d = decisions(sql(select("INNER", "big.k = small.k")))

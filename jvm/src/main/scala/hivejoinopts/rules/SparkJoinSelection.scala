@@ -1,0 +1,31 @@
+package hivejoinopts.rules
+
+import org.apache.spark.sql.catalyst.expressions.{Expression, RowOrdering}
+import org.apache.spark.sql.catalyst.optimizer.{BuildSide, JoinSelectionHelper}
+import org.apache.spark.sql.catalyst.plans.{InnerLike, LeftSingle}
+import org.apache.spark.sql.catalyst.plans.logical.Join
+import org.apache.spark.sql.internal.SQLConf
+
+/**
+ * What Spark's physical join selection (`JoinSelection`) will do with an equi-join, asked
+ * before it runs: rules that rewrite shuffle joins leave alone the joins Spark broadcasts.
+ */
+object SparkJoinSelection extends JoinSelectionHelper {
+
+  /**
+   * The side Spark broadcasts, as its join selection picks: a broadcast hint first; then a
+   * sort-merge, shuffle-hash or shuffle-replicate hint Spark can follow, which rules a
+   * broadcast out; then the size.
+   */
+  def broadcastSide(j: Join, leftKeys: Seq[Expression], conf: SQLConf): Option[BuildSide] =
+    getBroadcastBuildSide(j, hintOnly = true, conf).orElse {
+      if (followsShuffleHint(j, leftKeys, conf)) None
+      else getBroadcastBuildSide(j, hintOnly = false, conf)
+    }
+
+  private def followsShuffleHint(j: Join, leftKeys: Seq[Expression], conf: SQLConf): Boolean =
+    !j.hint.isEmpty && (
+      (hintToSortMergeJoin(j.hint) && j.joinType != LeftSingle && RowOrdering.isOrderable(leftKeys)) ||
+        getShuffleHashJoinBuildSide(j, hintOnly = true, conf).isDefined ||
+        (hintToShuffleReplicateNL(j.hint) && j.joinType.isInstanceOf[InnerLike]))
+}
