@@ -1,8 +1,15 @@
-"""The benchmark's derived numbers: the 64-slot simulation and the straggler factor."""
+"""The benchmark's derived numbers: the 64-slot simulation, the straggler factor and the best of
+several runs."""
 
 from __future__ import annotations
 
-from hive_join_opts.bench.harness import shuffle_join_stage, simulated_wall_ms, straggler_factor
+from hive_join_opts.bench.harness import (
+    Run,
+    best_of,
+    shuffle_join_stage,
+    simulated_wall_ms,
+    straggler_factor,
+)
 
 
 def stage(durations, submitted=None, completed=None, stage_id=0):
@@ -99,3 +106,19 @@ def test_the_shuffle_join_stage_is_the_heaviest_stage_that_reads_shuffle_data():
         s["taskShuffleReadBytes"] = [1 << 20] * len(s["taskDurationsMs"])
     assert shuffle_join_stage([big_scan, small_scan, join, aggregate]) is join
     assert shuffle_join_stage([big_scan, small_scan]) is None
+
+
+def run(wall_ms, straggler, sim64_ms, tasks=()):
+    return Run(wall_ms=wall_ms, rows=1, shuffles=2, broadcasts=0, scans=2, bytes_read=10,
+               bytes_shuffled=20, straggler=straggler, sim64_ms=sim64_ms, scan_metrics={},
+               plan=f"plan of the {wall_ms} ms run", join_stage_tasks_ms=list(tasks))
+
+
+def test_each_time_figure_is_the_best_of_the_runs():
+    runs = [run(900, 2.6, 500, [260, 100]), run(800, None, 700), run(1000, 1.8, 450, [180, 100])]
+    best = best_of(runs)
+    assert best.wall_ms == 800 and best.plan == "plan of the 800 ms run"
+    assert best.straggler == 1.8
+    assert best.join_stage_tasks_ms == [180, 100]
+    assert best.sim64_ms == 450
+    assert best_of([run(800, None, 700)]).straggler is None
