@@ -742,11 +742,14 @@ case class SkewJoinSplit(session: SparkSession)
     Project(j.output, joined)
   }
 
-  /** The union of the branches, remembered so that a join above on the same key can follow. */
+  /**
+   * The union of the branches (shuffle, map-side, then any NULL branches), remembered so that a
+   * join or a GROUP BY above on the same key can follow.
+   */
   private def union(j: Join, branches: Seq[LogicalPlan], split: Option[(Side, SkewedKeys)]): Union = {
     val u = Union(branches, byName = false, allowMissingCol = false)
     for {
-      (side, skew) <- split if branches.size == 2
+      (side, skew) <- split
       JoinKeys(pairs, _) <- Some(j)
       keys = keysOf(pairs, side, skew.keyIndexes)
     } tagSplit(u, keys, skew, !preservedSides(j.joinType).contains(side.other))
@@ -771,31 +774,45 @@ case class SkewJoinSplit(session: SparkSession)
    *      +- map-side join               +- Aggregate [B'.k, ...]
    *                                        +- map-side join
    * }}}
-   * Not when the other side is preserved (its unmatched rows carry a NULL B.k in both
-   * branches), nor for aggregates that are not deterministic or hold a subquery. A join key
-   * under a cast (an int key joined to a bigint key) is grouped on once
-   * [[hivejoinopts.correlation.GroupByCastJoinKey]] has added the cast to the GROUP BY.
+   * A split whose preserved side's NULL keys bypass the shuffle has a third branch, with the
+   * NULL keys only: it is aggregated on its own too.
+   * Not when the other side is preserved (its unmatched rows carry a NULL B.k in two
+   * branches), nor for aggregates that are not deterministic or hold a subquery; both are
+   * declined with their reason in the decision log. A join key under a cast (an int key joined
+   * to a bigint key) is grouped on once [[hivejoinopts.correlation.GroupByCastJoinKey]] has
+   * added the cast to the GROUP BY.
    */
   private def aggregateInBranches(a: Aggregate): Option[LogicalPlan] = branchesOf(a.child) match {
-    case Some(b) if b.info.keysDisjoint &&
-        b.info.keys.forall(GroupingKeys.groupsBy(a, _)) &&
-        a.expressions.forall(e => e.deterministic && !SubqueryExpression.hasSubquery(e)) =>
-      val toSkew = AttributeMap(a.child.output.zip(b.skewed.output))
-      val skewedOutput = a.aggregateExpressions.map {
-        case al: Alias => Alias(renewResultIds(remap(al.child, toSkew)), al.name)()
-        case e => remap(e, toSkew).asInstanceOf[NamedExpression]
+    case Some(b) if b.info.keys.forall(GroupingKeys.groupsBy(a, _)) =>
+      val candidate = s"GROUP BY ${a.groupingExpressions.map(e => Candidates.abbreviate(e.sql))
+          .mkString(", ")} over ${Candidates.tables(a.child)}"
+      if (!b.info.keysDisjoint) {
+        skipped(candidate, "the other side of the split join is preserved: its unmatched rows " +
+          "have a NULL key in more than one branch, so a group may span branches")
+        None
+      } else if (!a.expressions.forall(e => e.deterministic && !SubqueryExpression.hasSubquery(e))) {
+        skipped(candidate, "the aggregate is not deterministic or holds a subquery")
+        None
+      } else {
+        val aggregates = Aggregate(a.groupingExpressions, a.aggregateExpressions, b.rest) +:
+          b.others.map(branch => aggregateOn(a, branch))
+        val u = Union(aggregates, byName = false, allowMissingCol = false)
+        tagSplit(u, b.info.keys, b.info.skew, disjoint = true)
+        fired(candidate, "grouped by the split key: aggregated in each branch of the split join",
+          "source" -> b.info.skew.source, "branches" -> aggregates.size)
+        Some(u)
       }
-      val u = Union(Seq(
-        Aggregate(a.groupingExpressions, a.aggregateExpressions, b.rest),
-        Aggregate(a.groupingExpressions.map(remap(_, toSkew)), skewedOutput, b.skewed)),
-        byName = false, allowMissingCol = false)
-      tagSplit(u, b.info.keys, b.info.skew, disjoint = true)
-      fired(s"GROUP BY ${a.groupingExpressions.map(e => Candidates.abbreviate(e.sql))
-          .mkString(", ")} over ${Candidates.tables(a.child)}",
-        "grouped by the split key: aggregated in each branch of the split join",
-        "source" -> b.info.skew.source)
-      Some(u)
     case _ => None
+  }
+
+  /** `a` over another branch of its child's split: the same aggregate on that branch's columns. */
+  private def aggregateOn(a: Aggregate, branch: LogicalPlan): Aggregate = {
+    val toBranch = AttributeMap(a.child.output.zip(branch.output))
+    val output = a.aggregateExpressions.map {
+      case al: Alias => Alias(renewResultIds(remap(al.child, toBranch)), al.name)()
+      case e => remap(e, toBranch).asInstanceOf[NamedExpression]
+    }
+    Aggregate(a.groupingExpressions.map(remap(_, toBranch)), output, branch)
   }
 
   private def renewResultIds(e: Expression): Expression = e.transform {
@@ -810,7 +827,8 @@ case class SkewJoinSplit(session: SparkSession)
     def over(side: Side): Option[LogicalPlan] = {
       val child = if (side == LeftSide) j.left else j.right
       branchesOf(child) match {
-        case Some(u) if canBuildBroadcast(side.other, j.joinType) =>
+        // A NULL branch would need a join of its own: only two-branch splits are followed.
+        case Some(u) if u.nulls.isEmpty && canBuildBroadcast(side.other, j.joinType) =>
           val info = u.info
           val ids = keysOf(pairs, side, pairs.indices)
           val idx = info.keys.map(k => ids.indexWhere(_.semanticEquals(k)))
@@ -847,27 +865,40 @@ case class SkewJoinSplit(session: SparkSession)
     over(LeftSide).orElse(over(RightSide))
   }
 
-  /** A split union's two branches, as seen through the projections and filters above it. */
-  private case class Branches(rest: LogicalPlan, skewed: LogicalPlan, info: SplitInfo)
+  /**
+   * A split union's branches (the shuffle branch, the map-side branch, then any NULL branches),
+   * as seen through the projections and filters above it.
+   */
+  private case class Branches(
+      rest: LogicalPlan, skewed: LogicalPlan, nulls: Seq[LogicalPlan], info: SplitInfo) {
+    def others: Seq[LogicalPlan] = skewed +: nulls
+
+    /**
+     * `above` (over the union's columns, `output`) on each branch: as it is on the shuffle
+     * branch, whose columns the union's are, and remapped to their columns on the others.
+     */
+    def map(output: Seq[Attribute], above: LogicalPlan => LogicalPlan,
+        remapped: (LogicalPlan, AttributeMap[Attribute]) => LogicalPlan): Branches = {
+      def on(branch: LogicalPlan) = remapped(branch, AttributeMap(output.zip(branch.output)))
+      copy(rest = above(rest), skewed = on(skewed), nulls = nulls.map(on))
+    }
+  }
 
   private def branchesOf(plan: LogicalPlan): Option[Branches] = plan match {
-    case u: Union => u.getTagValue(Split).map(Branches(u.children.head, u.children(1), _))
+    case u: Union =>
+      u.getTagValue(Split).map(Branches(u.children.head, u.children(1), u.children.drop(2), _))
     // A copy above the map-side branch remaps attributes, which a subquery's plan would not follow.
     case p @ Project(list, child) if list.forall(e => e.deterministic &&
         !SubqueryExpression.hasSubquery(e)) =>
-      branchesOf(child).filter(b => b.info.keys.forall(_.references.subsetOf(p.outputSet))).map { b =>
-        val toSkew = AttributeMap(child.output.zip(b.skewed.output))
-        val skewList = list.map {
-          case a: Alias => Alias(remap(a.child, toSkew), a.name)()
-          case e => remap(e, toSkew).asInstanceOf[NamedExpression]
-        }
-        b.copy(rest = Project(list, b.rest), skewed = Project(skewList, b.skewed))
+      branchesOf(child).filter(b => b.info.keys.forall(_.references.subsetOf(p.outputSet))).map {
+        _.map(child.output, Project(list, _), (branch, toBranch) => Project(list.map {
+          case a: Alias => Alias(remap(a.child, toBranch), a.name)()
+          case e => remap(e, toBranch).asInstanceOf[NamedExpression]
+        }, branch))
       }
     case Filter(cond, child) if cond.deterministic && !SubqueryExpression.hasSubquery(cond) =>
-      branchesOf(child).map { b =>
-        val toSkew = AttributeMap(child.output.zip(b.skewed.output))
-        b.copy(rest = Filter(cond, b.rest), skewed = Filter(remap(cond, toSkew), b.skewed))
-      }
+      branchesOf(child).map(_.map(child.output, Filter(cond, _), (branch, toBranch) =>
+        Filter(remap(cond, toBranch), branch)))
     case _ => None
   }
 

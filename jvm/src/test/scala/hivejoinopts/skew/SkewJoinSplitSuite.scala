@@ -455,6 +455,31 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("GROUP BY the key over a split whose NULL keys bypass the shuffle: three branches") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
+        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.05") {
+      // big's 300 NULL keys (10%) bypass the shuffle; key 7 is joined map-side.
+      val query = "SELECT big.k, count(*), sum(small.w), max(big.v) FROM big LEFT OUTER JOIN " +
+        "small ON big.k = small.k GROUP BY big.k"
+      val rows = checkSameAnswer(sql(query))
+      assert(rows.exists(_.isNullAt(0)), "the NULL group")
+      val split = fired(sql(query))
+      assert(split.exists(_.numbers.toMap.get("nullBypass").contains("left")), split)
+      val grouped = split.filter(_.reason.startsWith("grouped by the split key"))
+      assert(grouped.map(_.numbers.toMap.apply("branches")) == Seq("3"), split)
+      val aggregates = collectWithSubqueries(executedPlan(sql(query))) {
+        case a: HashAggregateExec if a.aggregateExpressions.exists(_.mode == Final) => a
+      }
+      assert(aggregates.size == 3, aggregates)
+      // The preserved small side's unmatched rows would put NULL keys in two branches: declined.
+      val full = query.replace("LEFT OUTER", "FULL OUTER")
+      checkSameAnswer(sql(full))
+      val declined = decisions(sql(full)).filter(_.candidate.startsWith("GROUP BY"))
+      assert(declined.size == 1 && !declined.head.fired &&
+        declined.head.reason.contains("preserved"), decisions(sql(full)))
+    }
+  }
+
   test("duplicates on both sides are joined as often as without the rule") {
     withSkewConf() {
       val query = "SELECT count(*), sum(v), sum(w) FROM big JOIN small ON big.k = small.k"
