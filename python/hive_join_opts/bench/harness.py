@@ -13,6 +13,7 @@ slower or a task longer, and skew in the data shows in every run.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import json
 import os
@@ -227,6 +228,9 @@ class Result:
     fired: list[str]
     decisions: list[dict]
     same_answer: bool
+    # Every timed run's wall time, straggler factor and 64-slot time, per configuration, in
+    # round order: the spread behind the best figures.
+    timed: dict = field(default_factory=dict)
 
     @property
     def speedup(self) -> float:
@@ -289,7 +293,17 @@ class Bench:
             if self.spark.conf.get(key, None) != value:
                 self.spark.conf.set(key, value)
 
+    def _settle(self) -> None:
+        """Each run starts as the others do: the earlier runs' garbage collected, their shuffle
+        files (which Spark's cleaner removes once their plans are collected) gone and written
+        out, so that a run does not pay for the one before it."""
+        gc.collect()  # releases the earlier runs' handles on JVM objects
+        self.spark._jvm.java.lang.System.gc()
+        time.sleep(0.5)
+        os.sync()
+
     def _run(self, scenario: Scenario) -> Run:
+        self._settle()
         df = self.spark.sql(scenario.sql)._jdf
         spec = scenario.row_groups
         if spec is None:
@@ -333,6 +347,8 @@ class Bench:
             fired=fired,
             decisions=[d.__dict__ for d in decisions],
             same_answer=same,
+            timed={mode: [{"wall_ms": r.wall_ms, "straggler": r.straggler, "sim64_ms": r.sim64_ms}
+                          for r in runs] for mode, runs in timed.items()},
         )
 
 
@@ -501,7 +517,8 @@ def main(args) -> int:
     (out / "bench.md").write_text(markdown(results, header))
     (out / "bench.json").write_text(json.dumps(
         [{"scenario": r.scenario.name, "spark": r.spark.__dict__, "extension": r.extension.__dict__,
-          "fired": r.fired, "decisions": r.decisions, "same_answer": r.same_answer}
+          "fired": r.fired, "decisions": r.decisions, "same_answer": r.same_answer,
+          "timed": r.timed}
          for r in results], indent=1))
     try:
         chart(results, out / "bench.png")
