@@ -47,7 +47,7 @@ def run_demo(scale: float = 1.0, runs: int = 2) -> int:
                 f"{_mb(s.bytes_shuffled)} shuffled, {s.shuffles} shuffles\n"
                 f"hive-join-opts:   {e.wall_ms / 1000:.2f} s, {_mb(e.bytes_read)} read, "
                 f"{_mb(e.bytes_shuffled)} shuffled, {e.shuffles} shuffles\n"
-                f"speedup {result.speedup:.2f}x (fastest of {runs} runs each); "
+                f"speedup {result.speedup:.2f}x (median of {runs} rounds); "
                 f"same rows: {'yes' if result.same_answer else 'NO'}\n"
             )
             ok = ok and result.same_answer and (bool(result.fired) == showcase.expect_rewrite)

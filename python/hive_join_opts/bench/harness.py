@@ -3,12 +3,12 @@
 Each rule adds scenarios (a dataset, a query, the flags of the extension run) to `SCENARIOS`
 from its own module, named after the rule. For each scenario the harness checks that both
 configurations return the same rows, runs each configuration once to warm up, then alternates
-timed runs. It reports wall time, bytes read, bytes shuffled, shuffle count, the straggler factor
-of the join stage and the wall time the measured tasks would take on a 64-slot cluster, as a
-markdown table, a PNG chart and the raw JSON. Each time figure (wall time, straggler factor,
-64-slot time) is the best of the timed runs, taken on its own and alike for both
-configurations: noise (a garbage collection, a neighbour on the machine) only ever makes a run
-slower or a task longer, and skew in the data shows in every run.
+timed rounds, each running both configurations back to back. It reports wall time, bytes read,
+bytes shuffled, shuffle count, the straggler factor of the join stage and the wall time the
+measured tasks would take on a 64-slot cluster, as a markdown table, a PNG chart and the raw
+JSON. Each figure is the median over the rounds, and each speedup the median of the rounds'
+ratios: a slow spell of a shared machine slows both runs of a round, and one unusually fast or
+slow round moves no figure.
 """
 
 from __future__ import annotations
@@ -207,38 +207,63 @@ class Run:
         )
 
 
-def best_of(runs: list[Run]) -> Run:
-    """The fastest run, with the lowest straggler factor and 64-slot time of all the runs."""
-    fastest = min(runs, key=lambda r: r.wall_ms)
+def typical(runs: list[Run]) -> Run:
+    """The median of the runs: the run of median wall time (the lower one of an even count),
+    with the median wall time, straggler factor and 64-slot time of all the runs, and the join
+    stage's tasks of the run whose straggler factor is nearest the median."""
+    middle = sorted(runs, key=lambda r: r.wall_ms)[(len(runs) - 1) // 2]
     stragglers = [r.straggler for r in runs if r.straggler is not None]
-    least_uneven = min(runs, key=lambda r: float("inf") if r.straggler is None else r.straggler)
+    straggler = statistics.median(stragglers) if stragglers else None
+    nearest = min(runs, key=lambda r: float("inf") if r.straggler is None
+                  else abs(r.straggler - straggler))
     return replace(
-        fastest,
-        straggler=min(stragglers) if stragglers else None,
-        sim64_ms=min(r.sim64_ms for r in runs),
-        join_stage_tasks_ms=least_uneven.join_stage_tasks_ms,
+        middle,
+        wall_ms=statistics.median(r.wall_ms for r in runs),
+        straggler=straggler,
+        sim64_ms=statistics.median(r.sim64_ms for r in runs),
+        join_stage_tasks_ms=nearest.join_stage_tasks_ms,
     )
+
+
+def paired_speedup(spark: list[float], extension: list[float]) -> float:
+    """The median of the rounds' ratios: each round runs both configurations back to back, so a
+    slow spell of the machine slows both runs of a round and cancels in its ratio."""
+    return statistics.median(s / max(e, 1e-9) for s, e in zip(spark, extension))
 
 
 @dataclass
 class Result:
     scenario: Scenario
-    spark: Run
-    extension: Run
+    # The timed runs of each configuration, in round order.
+    spark_runs: list[Run]
+    extension_runs: list[Run]
     fired: list[str]
     decisions: list[dict]
     same_answer: bool
-    # Every timed run's wall time, straggler factor and 64-slot time, per configuration, in
-    # round order: the spread behind the best figures.
-    timed: dict = field(default_factory=dict)
+
+    @property
+    def spark(self) -> Run:
+        return typical(self.spark_runs)
+
+    @property
+    def extension(self) -> Run:
+        return typical(self.extension_runs)
 
     @property
     def speedup(self) -> float:
-        return self.spark.wall_ms / max(self.extension.wall_ms, 1e-9)
+        return paired_speedup([r.wall_ms for r in self.spark_runs],
+                              [r.wall_ms for r in self.extension_runs])
 
     @property
     def sim64_speedup(self) -> float:
-        return self.spark.sim64_ms / max(self.extension.sim64_ms, 1e-9)
+        return paired_speedup([r.sim64_ms for r in self.spark_runs],
+                              [r.sim64_ms for r in self.extension_runs])
+
+    def timed(self) -> dict:
+        """Every round's wall time, straggler factor and 64-slot time, per configuration."""
+        return {mode: [{"wall_ms": r.wall_ms, "straggler": r.straggler, "sim64_ms": r.sim64_ms}
+                       for r in runs]
+                for mode, runs in ((SPARK, self.spark_runs), (EXTENSION, self.extension_runs))}
 
 
 def data_root() -> Path:
@@ -342,13 +367,11 @@ class Bench:
         fired = sorted({d.rule for d in decisions if d.fired})
         return Result(
             scenario=scenario,
-            spark=best_of(timed[SPARK]),
-            extension=best_of(timed[EXTENSION]),
+            spark_runs=timed[SPARK],
+            extension_runs=timed[EXTENSION],
             fired=fired,
             decisions=[d.__dict__ for d in decisions],
             same_answer=same,
-            timed={mode: [{"wall_ms": r.wall_ms, "straggler": r.straggler, "sim64_ms": r.sim64_ms}
-                          for r in runs] for mode, runs in timed.items()},
         )
 
 
@@ -448,7 +471,7 @@ def chart(results: list[Result], path: Path) -> None:
 def add_arguments(parser) -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="data size factor (default 1)")
     parser.add_argument("--runs", type=int, default=3,
-                        help="timed runs per configuration; each time figure is the best of them "
+                        help="timed rounds (each runs both configurations); figures are their medians "
                         "(default 3)")
     parser.add_argument("--scenario", action="append", default=[], metavar="NAME",
                         help="run only these scenarios (repeatable; prefix match)")
@@ -512,13 +535,13 @@ def main(args) -> int:
     )
     header = (
         f"Measured with `{command}` on Spark {spark.version}, "
-        f"{spark.sparkContext.master}, {os.cpu_count()} cores; each time figure the best of {args.runs} runs."
+        f"{spark.sparkContext.master}, {os.cpu_count()} cores; medians of {args.runs} rounds."
     )
     (out / "bench.md").write_text(markdown(results, header))
     (out / "bench.json").write_text(json.dumps(
         [{"scenario": r.scenario.name, "spark": r.spark.__dict__, "extension": r.extension.__dict__,
           "fired": r.fired, "decisions": r.decisions, "same_answer": r.same_answer,
-          "timed": r.timed}
+          "speedup": r.speedup, "sim64_speedup": r.sim64_speedup, "timed": r.timed()}
          for r in results], indent=1))
     try:
         chart(results, out / "bench.png")

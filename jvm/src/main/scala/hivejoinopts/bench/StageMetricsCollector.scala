@@ -18,7 +18,10 @@ final case class TaskRecord(
     inputBytes: Long,
     rowsRead: Long,
     shuffleReadBytes: Long,
-    shuffleWriteBytes: Long)
+    shuffleWriteBytes: Long,
+    gcTimeMs: Long,
+    launchedAtMs: Long,
+    index: Int)
 
 /**
  * Collects the tasks of the jobs a benchmark runs, so that it can report bytes read and shuffled
@@ -75,7 +78,10 @@ class StageMetricsCollector extends SparkListener {
         m.inputMetrics.bytesRead,
         m.inputMetrics.recordsRead + m.shuffleReadMetrics.recordsRead,
         m.shuffleReadMetrics.totalBytesRead,
-        m.shuffleWriteMetrics.bytesWritten))
+        m.shuffleWriteMetrics.bytesWritten,
+        m.jvmGCTime,
+        e.taskInfo.launchTime,
+        e.taskInfo.index))
     }
     lastEventAt = System.nanoTime()
   }
@@ -120,6 +126,17 @@ class StageMetricsCollector extends SparkListener {
         // Rows a task read from files or shuffles: 0 for a split whose row groups were skipped.
         gen.writeArrayFieldStart("taskRowsRead")
         rs.foreach(r => gen.writeNumber(r.rowsRead))
+        gen.writeEndArray()
+        // What tells a slow task's cause: its time in garbage collection, when it started (epoch
+        // milliseconds) and its partition.
+        gen.writeArrayFieldStart("taskGcTimesMs")
+        rs.foreach(r => gen.writeNumber(r.gcTimeMs))
+        gen.writeEndArray()
+        gen.writeArrayFieldStart("taskLaunchedAtMs")
+        rs.foreach(r => gen.writeNumber(r.launchedAtMs))
+        gen.writeEndArray()
+        gen.writeArrayFieldStart("taskPartitions")
+        rs.foreach(r => gen.writeNumber(r.index))
         gen.writeEndArray()
         gen.writeEndObject()
     }
