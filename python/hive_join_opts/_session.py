@@ -187,12 +187,20 @@ def flags_from_jvm(spark) -> list[dict[str, str]]:
     return json.loads(_facade(spark).flagsJson())
 
 
-def local_session(app_name: str = "hive-join-opts", master: str = "local[2]", **flags: Any):
+def local_session(
+    app_name: str = "hive-join-opts",
+    master: str = "local[2]",
+    fixed_heap: bool = False,
+    **flags: Any,
+):
     """A local session with the extension loaded, bound to loopback and quiet: what the demo,
-    the benchmark and `explain` on the command line use."""
+    the benchmark and `explain` on the command line use. With `fixed_heap` the JVM's heap starts
+    at its maximum size and keeps it, so that timed runs do not pay for growing it again after
+    a garbage collection shrank it."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    memory = os.environ.get("HIVE_JOIN_OPTS_DRIVER_MEMORY", "6g")
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
@@ -202,13 +210,14 @@ def local_session(app_name: str = "hive-join-opts", master: str = "local[2]", **
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
         # Local mode runs the tasks in the driver JVM: give it room (default 1g is too little).
-        .config("spark.driver.memory", os.environ.get("HIVE_JOIN_OPTS_DRIVER_MEMORY", "6g"))
+        .config("spark.driver.memory", memory)
     )
+    java_options = [f"-Xms{memory}"] if fixed_heap else []
     log4j = os.environ.get("HIVE_JOIN_OPTS_LOG4J2")
     if log4j:
-        builder = builder.config(
-            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}"
-        )
+        java_options.append(f"-Dlog4j2.configurationFile=file:{log4j}")
+    if java_options:
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     spark = configure(builder, **flags).getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("HIVE_JOIN_OPTS_LOG_LEVEL", "WARN"))
     return spark

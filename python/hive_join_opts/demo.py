@@ -23,7 +23,7 @@ def _mb(n: int) -> str:
 
 def run_demo(scale: float = 1.0, runs: int = 2) -> int:
     scenarios = load_scenarios()
-    spark = local_session("hive-join-opts demo")
+    spark = local_session("hive-join-opts demo", fixed_heap=True)
     bench = Bench(spark)
     print(f"hive-join-opts demo on Spark {spark.version}, {spark.sparkContext.master}\n")
     ok = True

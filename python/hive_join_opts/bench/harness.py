@@ -513,7 +513,7 @@ def main(args) -> int:
         return 0
     from .._session import local_session
 
-    spark = local_session("hive-join-opts bench")
+    spark = local_session("hive-join-opts bench", fixed_heap=True)
     bench = Bench(spark, args.scale)
     results = []
     for scenario in scenarios:
