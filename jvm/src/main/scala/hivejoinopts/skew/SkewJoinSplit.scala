@@ -79,9 +79,10 @@ import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, Jo
  * The rule must not fire, and says why in the decision log, when: the join has no equi-join
  * keys, is not inner/outer/semi/anti, or has a non-deterministic condition; Spark broadcasts a
  * side whole anyway (by hint or by size, unless a shuffle join hint such as MERGE rules the
- * broadcast out, as in Spark's join selection); no skewed key is found; sizes are unknown and there is no hint; the other
- * side's rows for the skewed keys are estimated above `skewJoin.maxBroadcastBytes` (keys
- * skewed on both sides); or no form is exact for the join type and inputs.
+ * broadcast out, as in Spark's join selection); no skewed key is found; sizes are unknown and
+ * there is no hint; the other side's rows for the skewed keys are estimated above
+ * `skewJoin.maxBroadcastBytes` (keys skewed on both sides); or no form is exact for the join
+ * type and inputs.
  */
 case class SkewJoinSplit(session: SparkSession)
   extends HiveJoinOptsLogicalRule with JoinSelectionHelper {
@@ -808,11 +809,20 @@ case class SkewJoinSplit(session: SparkSession)
   /** `a` over another branch of its child's split: the same aggregate on that branch's columns. */
   private def aggregateOn(a: Aggregate, branch: LogicalPlan): Aggregate = {
     val toBranch = AttributeMap(a.child.output.zip(branch.output))
-    val output = a.aggregateExpressions.map {
-      case al: Alias => Alias(renewResultIds(remap(al.child, toBranch)), al.name)()
-      case e => remap(e, toBranch).asInstanceOf[NamedExpression]
-    }
-    Aggregate(a.groupingExpressions.map(remap(_, toBranch)), output, branch)
+    Aggregate(a.groupingExpressions.map(remap(_, toBranch)),
+      remapNamed(a.aggregateExpressions, toBranch, renewResultIds), branch)
+  }
+
+  /**
+   * `list` on another branch's columns, its aliases with new expression ids (a branch's output
+   * must not share ids with another's); `newChild` may renew more inside an alias.
+   */
+  private def remapNamed(
+      list: Seq[NamedExpression],
+      toBranch: AttributeMap[Attribute],
+      newChild: Expression => Expression = identity): Seq[NamedExpression] = list.map {
+    case al: Alias => Alias(newChild(remap(al.child, toBranch)), al.name)()
+    case e => remap(e, toBranch).asInstanceOf[NamedExpression]
   }
 
   private def renewResultIds(e: Expression): Expression = e.transform {
@@ -891,10 +901,8 @@ case class SkewJoinSplit(session: SparkSession)
     case p @ Project(list, child) if list.forall(e => e.deterministic &&
         !SubqueryExpression.hasSubquery(e)) =>
       branchesOf(child).filter(b => b.info.keys.forall(_.references.subsetOf(p.outputSet))).map {
-        _.map(child.output, Project(list, _), (branch, toBranch) => Project(list.map {
-          case a: Alias => Alias(remap(a.child, toBranch), a.name)()
-          case e => remap(e, toBranch).asInstanceOf[NamedExpression]
-        }, branch))
+        _.map(child.output, Project(list, _),
+          (branch, toBranch) => Project(remapNamed(list, toBranch), branch))
       }
     case Filter(cond, child) if cond.deterministic && !SubqueryExpression.hasSubquery(cond) =>
       branchesOf(child).map(_.map(child.output, Filter(cond, _), (branch, toBranch) =>
