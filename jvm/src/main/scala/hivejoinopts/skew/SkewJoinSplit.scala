@@ -16,7 +16,7 @@ import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.hivejoinopts.Flag
-import org.apache.spark.sql.types.{ArrayType, DoubleType, FloatType, IntegerType}
+import org.apache.spark.sql.types.{ArrayType, DataType, DoubleType, FloatType, IntegerType}
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf._
@@ -61,12 +61,13 @@ import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, Jo
  * Replicating O is only exact when O is not a preserved side, so the salted form is used for
  * inner joins, outer joins preserving B, and semi/anti joins with B on the left. It is also the
  * only form where the union form's second read or its filters on the skewed keys are not exact:
- * an input that is not deterministic or holds a correlated subquery; float and double keys
- * (Parquet and ORC statistics order -0.0 below 0.0, which Spark's equality equates); string keys
- * that reach an ORC scan (ORC orders strings by UTF-16 code units, Spark by bytes). `auto` picks
- * the union form when shuffling the skewed keys' rows costs more than reading the inputs again:
- * all of O, and of B the row groups whose Parquet statistics may hold a skewed key (all of B when
- * the footers do not tell), else the salted form.
+ * an input that is not deterministic or holds a correlated subquery; string keys that reach an
+ * ORC scan (ORC orders strings by UTF-16 code units, Spark by bytes). Float and double keys are
+ * compared normalized (-0.0 is 0.0, one NaN), as Spark joins them, and are neither pushed into
+ * the scan nor used to leave files out: statistics may order -0.0 below 0.0.
+ * `auto` picks the union form when shuffling the skewed keys' rows costs more than reading the
+ * inputs again: all of O, and of B the row groups whose Parquet statistics may hold a skewed key
+ * (all of B when the footers do not tell), else the salted form.
  *
  * NULL keys on a preserved side (outer or anti join) cannot match: when they are skewed, they
  * bypass the shuffle in a branch of their own, padded with NULLs.
@@ -434,11 +435,7 @@ case class SkewJoinSplit(session: SparkSession)
   private def unionNotExact(inputs: Seq[Input], skew: SkewedKeys): Option[String] = {
     def keys(input: Input) = skew.keyIndexes.map(input.keys)
     inputs.flatMap(i => cannotCopy(i.plan, "the union form")).headOption.orElse {
-      if (inputs.exists(i => floatingKeys(keys(i)))) {
-        Some("the skewed keys are floating point: Parquet and ORC statistics order -0.0 below " +
-          "0.0, which Spark's equality equates, so the union form's filters on the keys, pushed " +
-          "into a scan, could skip rows they keep")
-      } else if (inputs.exists(i => reachesOrcStrings(i.plan, keys(i)))) {
+      if (inputs.exists(i => reachesOrcStrings(i.plan, keys(i)))) {
         Some("the union form's filters on the skewed string keys would reach an ORC scan, " +
           "whose statistics ORC compares in another order than Spark")
       } else None
@@ -456,11 +453,6 @@ case class SkewJoinSplit(session: SparkSession)
     } else if (plan.exists(_.expressions.exists(SubqueryExpression.hasCorrelatedSubquery))) {
       Some(s"an input holds a correlated subquery, which $reader cannot read twice")
     } else None
-
-  /** True when a key is, or is computed from, a float or double column. */
-  private def floatingKeys(keys: Seq[Expression]): Boolean =
-    keys.exists(k => (k.dataType +: k.references.toSeq.map(_.dataType))
-      .exists(t => t == FloatType || t == DoubleType))
 
   /** True when filters on `keys` could reach an ORC scan under `plan` that orders them otherwise. */
   private def reachesOrcStrings(plan: LogicalPlan, keys: Seq[Expression]): Boolean =
@@ -487,7 +479,9 @@ case class SkewJoinSplit(session: SparkSession)
 
   /**
    * The relation of a scan pipeline and its column that `key` is, directly or under a cast that
-   * maps distinct values to distinct values.
+   * maps distinct values to distinct values. Not a float or double column: its statistics may
+   * order -0.0 below 0.0, which Spark's equality equates, so they cannot tell which files hold
+   * a key.
    */
   private def keyColumn(plan: LogicalPlan, key: Expression)
       : Option[(LeafNode, AttributeReference)] = {
@@ -498,9 +492,11 @@ case class SkewJoinSplit(session: SparkSession)
     }
     for {
       relation <- JoinKeys.relationOf(plan) if JoinKeys.isScanPipeline(plan)
-      a <- column if relation.outputSet.contains(a)
+      a <- column if relation.outputSet.contains(a) && !floating(a.dataType)
     } yield relation -> a
   }
+
+  private def floating(t: DataType): Boolean = t == FloatType || t == DoubleType
 
   /** Footers are read on the driver within the skew rule's time bound. */
   private def footerDeadline(): Long =

@@ -2,11 +2,11 @@ package hivejoinopts.skew
 
 import scala.util.control.NonFatal
 
-import org.apache.spark.sql.catalyst.expressions.{And, Attribute, Cast, CreateNamedStruct, EqualTo, Expression, In, IsNotNull, IsNull, Literal, Not, Or}
-import org.apache.spark.sql.catalyst.optimizer.UnwrapCastInBinaryComparison
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, Cast, CreateNamedStruct, EqualTo, Expression, In, IsNotNull, IsNull, KnownFloatingPointNormalized, Literal, Not, Or}
+import org.apache.spark.sql.catalyst.optimizer.{NormalizeFloatingNumbers, NormalizeNaNAndZero, UnwrapCastInBinaryComparison}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, OneRowRelation}
 import org.apache.spark.sql.catalyst.util.ArrayData
-import org.apache.spark.sql.types.{ArrayType, DataType, StringType, StructType}
+import org.apache.spark.sql.types.{ArrayType, DataType, DoubleType, FloatType, StringType, StructType}
 
 /**
  * Skewed values of some join keys, as Catalyst values of the keys' types (NULL is never a
@@ -99,14 +99,12 @@ object SkewValues {
 
   /**
    * True for rows whose keys are one of the tuples: `k IN (...)` for one key, an OR of ANDs for
-   * several. NULL for rows with NULL keys. A key that widens a column (`CAST(c AS BIGINT)`) is
-   * compared on the column itself, so the predicate pushes down to Parquet/ORC.
+   * several. NULL for rows with NULL keys.
    */
   def inKeys(keys: Seq[Expression], values: Seq[Seq[Any]]): Expression = keys match {
-    case Seq(k) => onColumn(In(k, values.map(t => Literal.create(t.head, k.dataType))))
+    case Seq(k) => comparing(k)((key, literal) => In(key, values.map(t => literal(t.head))))
     case _ => values.map { t =>
-      keys.zip(t).map { case (k, v) => onColumn(EqualTo(k, Literal.create(v, k.dataType))) }
-        .reduce(And)
+      keys.zip(t).map { case (k, v) => equalTo(k, v) }.reduce(And)
     }.reduce(Or)
   }
 
@@ -118,12 +116,31 @@ object SkewValues {
   def notInKeys(keys: Seq[Expression], values: Seq[Seq[Any]]): Expression = {
     val anyNull = keys.map(isNullKey).reduce(Or)
     val noTuple = values.map { t =>
-      keys.zip(t).map { case (k, v) =>
-        Not(onColumn(EqualTo(k, Literal.create(v, k.dataType)))): Expression
-      }.reduce(Or)
+      keys.zip(t).map { case (k, v) => Not(equalTo(k, v)): Expression }.reduce(Or)
     }.reduce(And)
     if (keys.forall(!_.nullable)) noTuple else Or(anyNull, noTuple)
   }
+
+  private def equalTo(k: Expression, v: Any): Expression =
+    comparing(k)((key, literal) => EqualTo(key, literal(v)))
+
+  /**
+   * `predicate` over `key` and literals of its type. A key that widens a column
+   * (`CAST(c AS BIGINT)`) is compared on the column itself, so the predicate pushes down to
+   * Parquet/ORC. A float or double key and its literals are normalized as Spark normalizes join
+   * keys (-0.0 is 0.0, one NaN), which also keeps the predicate out of the scan: statistics that
+   * order -0.0 below 0.0 (Java's `compare` does) would let a pushed filter skip rows it keeps.
+   */
+  private def comparing(key: Expression)(
+      predicate: (Expression, Any => Expression) => Expression): Expression =
+    key.dataType match {
+      case t @ (FloatType | DoubleType) =>
+        val normalize = if (t == FloatType) NormalizeFloatingNumbers.FLOAT_NORMALIZER
+          else NormalizeFloatingNumbers.DOUBLE_NORMALIZER
+        predicate(KnownFloatingPointNormalized(NormalizeNaNAndZero(key)),
+          v => Literal.create(if (v == null) null else normalize(v), t))
+      case t => onColumn(predicate(key, v => Literal.create(v, t)))
+    }
 
   /** `key IS NULL`, on the column under a widening cast, so that it pushes down. */
   def isNullKey(key: Expression): Expression = IsNull(nullCarrier(key))

@@ -242,33 +242,43 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
-  test("float and double keys: -0.0 and 0.0 are one key, and the union form is never used") {
-    // Parquet's statistics order -0.0 below 0.0: a row group of -0.0 alone has min = max = -0.0,
-    // which a pushed `k IN (0.0)` would skip, and `NOT k IN (0.0)` drops its rows from the
-    // shuffle branch, so the union form would lose them.
+  test("float and double keys: -0.0 is 0.0 and NaN is NaN in either branch of the union form") {
+    // The heavy key's rows sit in a file of their own, written as -0.0 (or NaN) while the
+    // other side holds 0.0: each branch must take them by Spark's equality, under which
+    // -0.0 = 0.0 and NaN = NaN, whatever the file's statistics say.
+    val cases = for {
+      format <- Seq("parquet", "orc"); t <- Seq("double", "float")
+      (heavy, name, w) <- Seq(("-0.0", "zero", 0L), ("'NaN'", "nan", 501L))
+    } yield (s"${format}_${t}_$name", format, t, heavy, w)
     withTempDir { dir =>
-      for (t <- Seq("double", "float")) {
-        spark.range(0, 2000).selectExpr(s"CAST(-0.0 AS $t) AS k", "id AS v").coalesce(1)
-          .write.parquet(s"$dir/big_$t")
+      for ((table, format, t, heavy, _) <- cases) {
+        spark.range(0, 2000).selectExpr(s"CAST($heavy AS $t) AS k", "id AS v").coalesce(1)
+          .write.format(format).save(s"$dir/big_$table")
         spark.range(0, 1500).selectExpr(s"CAST(id % 500 + 1 AS $t) AS k", "id AS v")
-          .repartition(2).write.mode("append").parquet(s"$dir/big_$t")
-        spark.range(0, 501).selectExpr(s"CAST(id AS $t) AS k", "id AS w")
-          .write.parquet(s"$dir/small_$t")
+          .union(spark.range(0, 20).selectExpr(s"CAST(NULL AS $t) AS k", "id AS v"))
+          .repartition(2).write.mode("append").format(format).save(s"$dir/big_$table")
+        spark.range(0, 502).selectExpr(
+          s"CASE WHEN id = 501 THEN CAST('NaN' AS $t) ELSE CAST(id AS $t) END AS k", "id AS w")
+          .write.format(format).save(s"$dir/small_$table")
       }
-      withTempView("big_double", "small_double", "big_float", "small_float") {
-        for (t <- Seq("double", "float"); name <- Seq("big", "small")) {
-          spark.read.parquet(s"$dir/${name}_$t").createOrReplaceTempView(s"${name}_$t")
+      val views = cases.flatMap { case (table, _, _, _, _) => Seq(s"big_$table", s"small_$table") }
+      withTempView(views: _*) {
+        for ((table, format, _, _, _) <- cases; side <- Seq("big", "small")) {
+          spark.read.format(format).load(s"$dir/${side}_$table")
+            .createOrReplaceTempView(s"${side}_$table")
         }
         withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
-          for (t <- Seq("double", "float")) {
-            val inner = s"SELECT b.k, b.v, s.w FROM big_$t b JOIN small_$t s ON b.k = s.k"
-            checkSameAnswer(sql(inner))
-            assert(sql(inner).collect().count(_.getLong(2) == 0L) == 2000, t)
-            assert(fired(sql(inner)).map(_.numbers.toMap.apply("form")) == Seq("salted"), t)
-            val full = s"SELECT b.k, b.v, s.w FROM big_$t b FULL OUTER JOIN small_$t s ON b.k = s.k"
-            checkSameAnswer(sql(full))
-            val Seq(d) = decisions(sql(full))
-            assert(!d.fired && d.reason.contains("floating point"), d)
+          for {
+            (table, _, _, _, w) <- cases
+            joinType <- Seq("JOIN", "FULL OUTER JOIN", "LEFT ANTI JOIN")
+          } {
+            val select = if (joinType.contains("ANTI")) "b.k, b.v" else "b.k, b.v, s.w"
+            val query = s"SELECT $select FROM big_$table b $joinType small_$table s ON b.k = s.k"
+            val rows = checkSameAnswer(sql(query))
+            val Seq(d) = fired(sql(query))
+            assert(d.numbers.toMap.apply("form") == "union", s"$table $joinType: $d")
+            if (joinType == "JOIN") assert(rows.count(_.getLong(2) == w) == 2000, table)
+            else if (joinType.contains("ANTI")) assert(rows.size == 20, s"$table: NULL keys")
           }
         }
       }
