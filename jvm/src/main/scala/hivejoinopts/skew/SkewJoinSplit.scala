@@ -73,7 +73,8 @@ import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, Jo
  * bypass the shuffle in a branch of their own, padded with NULLs.
  *
  * A join on the same key over an already split join is split along the same keys, so a chain
- * of joins on one key keeps the heavy keys map-side all the way. A GROUP BY the split key above
+ * of joins on one key keeps the heavy keys map-side all the way; a NULL branch below it passes
+ * through a join that preserves it and drops out of the others. A GROUP BY the split key above
  * it is computed in each branch (`skewJoin.aggregateInBranches.enabled`), where the shuffle
  * branch's rows are already partitioned by the key.
  *
@@ -361,7 +362,7 @@ case class SkewJoinSplit(session: SparkSession)
       case "salted" => salted(j, pairs, b.side, skew, buckets, saltNulls = bypass.contains(b.side))
       case _ => union(j, Seq(rest(j, pairs, Some(b.side -> skew), bypass, files),
         mapSide(j, pairs, others, b.side, skew, files)) ++
-        bypass.map(nullBranch(j, pairs, _, files)), Some(b.side -> skew))
+        bypass.map(nullBranch(j, pairs, _, files)), Some(b.side -> skew), bypass)
     }
     fired(candidate, s"${kept.size} skewed key(s) of the ${b.side} side from ${skew.source} " +
       s"joined map-side ($form form)", numbers ++ files.notes: _*)
@@ -740,24 +741,42 @@ case class SkewJoinSplit(session: SparkSession)
   }
 
   /**
-   * The union of the branches (shuffle, map-side, then any NULL branches), remembered so that a
-   * join or a GROUP BY above on the same key can follow.
+   * The branches as one union, tagged with the split (when there is one) for a join or GROUP BY
+   * on the same keys above it; `bypass`: the sides whose NULL keys have a branch of their own,
+   * in the order of those branches.
    */
-  private def union(j: Join, branches: Seq[LogicalPlan], split: Option[(Side, SkewedKeys)]): Union = {
+  private def union(
+      j: Join,
+      branches: Seq[LogicalPlan],
+      split: Option[(Side, SkewedKeys)],
+      bypass: Seq[Side] = Nil): Union = {
     val u = Union(branches, byName = false, allowMissingCol = false)
     for {
       (side, skew) <- split
       JoinKeys(pairs, _) <- Some(j)
       keys = keysOf(pairs, side, skew.keyIndexes)
-    } tagSplit(u, keys, skew, !preservedSides(j.joinType).contains(side.other))
+    } tagSplit(u, keys, skew, !preservedSides(j.joinType).contains(side.other),
+      Some(bypass.map(keysOf(pairs, _, pairs.indices))))
     u
   }
 
-  /** Remembers the split when the union's output still carries what the split keys read. */
-  private def tagSplit(u: Union, keys: Seq[Expression], skew: SkewedKeys, disjoint: Boolean): Unit =
-    if (keys.forall(k => k.deterministic && k.references.nonEmpty && k.references.subsetOf(u.outputSet))) {
-      u.setTagValue(Split, SplitInfo(keys, skew, disjoint))
+  /**
+   * Remembers the split when the union's output still carries what the split keys read; the
+   * NULL branches' keys only when the output carries them all (else a join above cannot tell
+   * that their rows match nothing).
+   */
+  private def tagSplit(
+      u: Union,
+      keys: Seq[Expression],
+      skew: SkewedKeys,
+      disjoint: Boolean,
+      nullKeys: Option[Seq[Seq[Expression]]]): Unit = {
+    def carried(e: Expression) = e.references.nonEmpty && e.references.subsetOf(u.outputSet)
+    if (keys.forall(k => k.deterministic && carried(k))) {
+      val known = nullKeys.filter(_.flatten.forall(carried))
+      u.setTagValue(Split, SplitInfo(keys, skew, disjoint, known))
     }
+  }
 
   /**
    * A GROUP BY that holds the split keys, over a split join whose branches output disjoint key
@@ -794,7 +813,7 @@ case class SkewJoinSplit(session: SparkSession)
         val aggregates = Aggregate(a.groupingExpressions, a.aggregateExpressions, b.rest) +:
           b.others.map(branch => aggregateOn(a, branch))
         val u = Union(aggregates, byName = false, allowMissingCol = false)
-        tagSplit(u, b.info.keys, b.info.skew, disjoint = true)
+        tagSplit(u, b.info.keys, b.info.skew, disjoint = true, b.info.nullKeys)
         fired(candidate, "grouped by the split key: aggregated in each branch of the split join",
           "source" -> b.info.skew.source, "branches" -> aggregates.size)
         Some(u)
@@ -827,19 +846,22 @@ case class SkewJoinSplit(session: SparkSession)
 
   /**
    * A join on the split keys over a split join: the shuffle branch joins the other input's
-   * non-skewed rows, the map-side branch broadcasts its rows for the skewed keys.
+   * non-skewed rows, the map-side branch broadcasts its rows for the skewed keys. A NULL
+   * branch's rows have a NULL in a key this join compares with `=`, so they match nothing: they
+   * pass through a join that preserves them (NULL-padded, or as they are for an anti join) and
+   * drop out of the others, still without a shuffle.
    */
   private def distribute(j: Join, pairs: Seq[KeyPair], candidate: String): Option[LogicalPlan] = {
     def over(side: Side): Option[LogicalPlan] = {
       val child = if (side == LeftSide) j.left else j.right
       branchesOf(child) match {
-        // A NULL branch would need a join of its own: only two-branch splits are followed.
-        case Some(u) if u.nulls.isEmpty && canBuildBroadcast(side.other, j.joinType) =>
+        case Some(u) if canBuildBroadcast(side.other, j.joinType) =>
           val info = u.info
           val ids = keysOf(pairs, side, pairs.indices)
           val idx = info.keys.map(k => ids.indexWhere(_.semanticEquals(k)))
           // NULL keys of a split outer join may sit in the map-side branch: only `=` is exact.
           if (idx.contains(-1) || idx.exists(pairs(_).nullSafe)) return None
+          if (u.nulls.nonEmpty && !nullsMatchNothing(u, pairs, ids)) return None
           val skew = info.skew.copy(keyIndexes = idx)
           val other = Input(side.other, if (side == LeftSide) j.right else j.left,
             keysOf(pairs, side.other, pairs.indices))
@@ -859,17 +881,45 @@ case class SkewJoinSplit(session: SparkSession)
           val mapSideJoin = if (side == LeftSide) {
             done(Join(skewBranch, oSkew, j.joinType, cond, broadcastHint(RightSide)))
           } else done(Join(oSkew, skewBranch, j.joinType, cond, broadcastHint(LeftSide)))
+          val nulls = u.nulls.zip(info.nullKeys.getOrElse(Nil))
+            .flatMap { case (n, keys) => unmatchedThrough(j, side, n).map(_ -> keys) }
+          val nullNumbers = if (u.nulls.isEmpty) Nil
+            else Seq("nullBranchesKept" -> s"${nulls.size} of ${u.nulls.size}")
           fired(candidate, s"follows the split of the join below on the same key: " +
-            s"${skew.values.size} skewed key(s) stay map-side", "source" -> skew.source,
-            "form" -> "union", "otherSideSkewBytes" -> otherBytes)
-          val result = Union(Seq(rest, mapSideJoin), byName = false, allowMissingCol = false)
-          tagSplit(result, info.keys, info.skew, info.keysDisjoint)
+            s"${skew.values.size} skewed key(s) stay map-side", Seq("source" -> skew.source,
+            "form" -> "union", "otherSideSkewBytes" -> otherBytes) ++ nullNumbers: _*)
+          val result = Union(Seq(rest, mapSideJoin) ++ nulls.map(_._1), byName = false,
+            allowMissingCol = false)
+          tagSplit(result, info.keys, info.skew, info.keysDisjoint, Some(nulls.map(_._2)))
           Some(result)
         case _ => None
       }
     }
     over(LeftSide).orElse(over(RightSide))
   }
+
+  /** True when each NULL branch's rows have a NULL in a key that `pairs` compares with `=`. */
+  private def nullsMatchNothing(u: Branches, pairs: Seq[KeyPair], ids: Seq[Expression])
+      : Boolean = u.info.nullKeys.exists { nullKeys =>
+    nullKeys.size == u.nulls.size && nullKeys.forall { keys =>
+      keys.nonEmpty && keys.forall(k => pairs.indices.exists(i =>
+        !pairs(i).nullSafe && ids(i).semanticEquals(k)))
+    }
+  }
+
+  /**
+   * A NULL branch `n` (on `side` of `j`) through `j`, which it matches nothing of: NULL-padded
+   * when `j` preserves it, as it is under an anti join, and no rows for inner and semi joins.
+   */
+  private def unmatchedThrough(j: Join, side: Side, n: LogicalPlan): Option[LogicalPlan] =
+    (j.joinType, side) match {
+      case (LeftOuter, LeftSide) | (RightOuter, RightSide) =>
+        val other = if (side == LeftSide) j.right.output else j.left.output
+        val nulls = other.map(a => Alias(Literal(null, a.dataType), a.name)())
+        Some(Project(if (side == LeftSide) n.output ++ nulls else nulls ++ n.output, n))
+      case (LeftAnti, LeftSide) => Some(n)
+      case _ => None
+    }
 
   /**
    * A split union's branches (the shuffle branch, the map-side branch, then any NULL branches),
@@ -939,10 +989,16 @@ object SkewJoinSplit {
   val Done: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.skewJoinSplit.done")
 
   /**
-   * What a split union holds: the split keys over its output, the skewed keys, and whether each
-   * value of the split keys (NULL included) comes out of one branch only.
+   * What a split union holds: the split keys over its output, the skewed keys, whether each
+   * value of the split keys (NULL included) comes out of one branch only, and for each NULL
+   * branch the keys of which each of its rows has at least one NULL (None when the output no
+   * longer carries them).
    */
-  final case class SplitInfo(keys: Seq[Expression], skew: SkewedKeys, keysDisjoint: Boolean)
+  final case class SplitInfo(
+      keys: Seq[Expression],
+      skew: SkewedKeys,
+      keysDisjoint: Boolean,
+      nullKeys: Option[Seq[Seq[Expression]]])
   val Split: TreeNodeTag[SplitInfo] = TreeNodeTag[SplitInfo]("hiveJoinOpts.skewJoinSplit.split")
 
   val SaltName = "skew_salt"

@@ -490,6 +490,34 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("a join on the same key above a split whose NULL keys bypass the shuffle follows it") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
+        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.05") {
+      spark.table("small").selectExpr("k", "w + 1 AS x").createOrReplaceTempView("small2")
+      // big's 300 NULL keys bypass the first join; the second, on big.k, cannot match them.
+      val split = "(SELECT big.k, big.v, small.w FROM big LEFT OUTER JOIN small " +
+        "ON big.k = small.k) u"
+      // query, NULL rows in the answer, the number telling the NULL branch's fate
+      val cases = Seq(
+        (s"SELECT u.k, u.v, u.w, x FROM $split LEFT OUTER JOIN small2 ON u.k = small2.k", 300,
+          Some("1 of 1")),
+        (s"SELECT u.k, u.v FROM $split LEFT ANTI JOIN small2 ON u.k = small2.k", 300,
+          Some("1 of 1")),
+        (s"SELECT u.k, u.v, x FROM small2 RIGHT OUTER JOIN $split ON small2.k = u.k", 300,
+          Some("1 of 1")),
+        // Spark pushes the inner join's `k IS NOT NULL` below the first: no NULL branch.
+        (s"SELECT u.k, u.v, u.w, x FROM $split JOIN small2 ON u.k = small2.k", 0, None))
+      for ((query, nullRows, kept) <- cases) {
+        val rows = checkSameAnswer(sql(query))
+        assert(rows.count(_.isNullAt(0)) == nullRows, query)
+        val follows = fired(sql(query)).filter(_.reason.startsWith("follows the split"))
+        assert(follows.map(_.numbers.toMap.get("nullBranchesKept")) == Seq(kept), query)
+        val plan = executedPlan(sql(query))
+        assert(broadcastJoins(plan) == 2 && shuffleJoins(plan) == 2, plan)
+      }
+    }
+  }
+
   test("duplicates on both sides are joined as often as without the rule") {
     withSkewConf() {
       val query = "SELECT count(*), sum(v), sum(w) FROM big JOIN small ON big.k = small.k"
