@@ -74,7 +74,8 @@ import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, Jo
  *
  * A join on the same key over an already split join is split along the same keys, so a chain
  * of joins on one key keeps the heavy keys map-side all the way; a NULL branch below it passes
- * through a join that preserves it and drops out of the others. A GROUP BY the split key above
+ * through a join that preserves it and drops out of the others, so NULL keys that bypassed one
+ * shuffle bypass the next. A GROUP BY the split key above
  * it is computed in each branch (`skewJoin.aggregateInBranches.enabled`), where the shuffle
  * branch's rows are already partitioned by the key.
  *
@@ -262,7 +263,7 @@ case class SkewJoinSplit(session: SparkSession)
       case (None, sides) =>
         val files = new BranchFiles
         val rewritten = union(j, Seq(rest(j, pairs, None, sides, files)) ++
-          sides.map(nullBranch(j, pairs, _, files)), None)
+          sides.map(nullBranch(j, pairs, _, files)), None, sides)
         fired(candidate, s"NULL keys of the ${sides.mkString(" and ")} side bypass the shuffle",
           numbers ++ sides.map(s => s"${s}NullShare" -> share(found(s))) ++ files.notes: _*)
         Some(rewritten)
@@ -741,9 +742,10 @@ case class SkewJoinSplit(session: SparkSession)
   }
 
   /**
-   * The branches as one union, tagged with the split (when there is one) for a join or GROUP BY
-   * on the same keys above it; `bypass`: the sides whose NULL keys have a branch of their own,
-   * in the order of those branches.
+   * The branches as one union, tagged with the split for a join or GROUP BY on the same keys
+   * above it: `split`, the side and keys of the map-side branch (None when only NULL keys
+   * bypass the shuffle); `bypass`, the sides whose NULL keys have a branch of their own, in the
+   * order of those branches.
    */
   private def union(
       j: Join,
@@ -751,12 +753,15 @@ case class SkewJoinSplit(session: SparkSession)
       split: Option[(Side, SkewedKeys)],
       bypass: Seq[Side] = Nil): Union = {
     val u = Union(branches, byName = false, allowMissingCol = false)
-    for {
-      (side, skew) <- split
-      JoinKeys(pairs, _) <- Some(j)
-      keys = keysOf(pairs, side, skew.keyIndexes)
-    } tagSplit(u, keys, skew, !preservedSides(j.joinType).contains(side.other),
-      Some(bypass.map(keysOf(pairs, _, pairs.indices))))
+    for (JoinKeys(pairs, _) <- Some(j)) {
+      val nullKeys = Some(bypass.map(keysOf(pairs, _, pairs.indices)))
+      split match {
+        case Some((side, skew)) =>
+          tagSplit(u, keysOf(pairs, side, skew.keyIndexes), Some(skew),
+            !preservedSides(j.joinType).contains(side.other), nullKeys)
+        case None => tagSplit(u, Nil, None, disjoint = false, nullKeys)
+      }
+    }
     u
   }
 
@@ -768,12 +773,13 @@ case class SkewJoinSplit(session: SparkSession)
   private def tagSplit(
       u: Union,
       keys: Seq[Expression],
-      skew: SkewedKeys,
+      skew: Option[SkewedKeys],
       disjoint: Boolean,
       nullKeys: Option[Seq[Seq[Expression]]]): Unit = {
     def carried(e: Expression) = e.references.nonEmpty && e.references.subsetOf(u.outputSet)
-    if (keys.forall(k => k.deterministic && carried(k))) {
-      val known = nullKeys.filter(_.flatten.forall(carried))
+    val known = nullKeys.filter(_.flatten.forall(carried))
+    // Without a map-side branch, the split is only worth its NULL branches.
+    if (keys.forall(k => k.deterministic && carried(k)) && (skew.isDefined || known.isDefined)) {
       u.setTagValue(Split, SplitInfo(keys, skew, disjoint, known))
     }
   }
@@ -799,7 +805,7 @@ case class SkewJoinSplit(session: SparkSession)
    * added the cast to the GROUP BY.
    */
   private def aggregateInBranches(a: Aggregate): Option[LogicalPlan] = branchesOf(a.child) match {
-    case Some(b) if b.info.keys.forall(GroupingKeys.groupsBy(a, _)) =>
+    case Some(b) if b.info.skew.isDefined && b.info.keys.forall(GroupingKeys.groupsBy(a, _)) =>
       val candidate = s"GROUP BY ${a.groupingExpressions.map(e => Candidates.abbreviate(e.sql))
           .mkString(", ")} over ${Candidates.tables(a.child)}"
       if (!b.info.keysDisjoint) {
@@ -815,7 +821,7 @@ case class SkewJoinSplit(session: SparkSession)
         val u = Union(aggregates, byName = false, allowMissingCol = false)
         tagSplit(u, b.info.keys, b.info.skew, disjoint = true, b.info.nullKeys)
         fired(candidate, "grouped by the split key: aggregated in each branch of the split join",
-          "source" -> b.info.skew.source, "branches" -> aggregates.size)
+          "source" -> b.info.skew.get.source, "branches" -> aggregates.size)
         Some(u)
       }
     case _ => None
@@ -849,53 +855,86 @@ case class SkewJoinSplit(session: SparkSession)
    * non-skewed rows, the map-side branch broadcasts its rows for the skewed keys. A NULL
    * branch's rows have a NULL in a key this join compares with `=`, so they match nothing: they
    * pass through a join that preserves them (NULL-padded, or as they are for an anti join) and
-   * drop out of the others, still without a shuffle.
+   * drop out of the others, still without a shuffle. Only where the other input is not
+   * preserved (the joins that can broadcast it), so its rows come out of the branches' joins
+   * once.
    */
   private def distribute(j: Join, pairs: Seq[KeyPair], candidate: String): Option[LogicalPlan] = {
     def over(side: Side): Option[LogicalPlan] = {
       val child = if (side == LeftSide) j.left else j.right
       branchesOf(child) match {
         case Some(u) if canBuildBroadcast(side.other, j.joinType) =>
-          val info = u.info
           val ids = keysOf(pairs, side, pairs.indices)
-          val idx = info.keys.map(k => ids.indexWhere(_.semanticEquals(k)))
-          // NULL keys of a split outer join may sit in the map-side branch: only `=` is exact.
-          if (idx.contains(-1) || idx.exists(pairs(_).nullSafe)) return None
           if (u.nulls.nonEmpty && !nullsMatchNothing(u, pairs, ids)) return None
-          val skew = info.skew.copy(keyIndexes = idx)
-          val other = Input(side.other, if (side == LeftSide) j.right else j.left,
-            keysOf(pairs, side.other, pairs.indices))
-          val (kept, otherBytes, _) = fitBroadcast(other, idx, skew, skew.source == "hint")
-          if (kept.size != skew.values.size) return None
-          val restBranch = u.rest
-          val skewBranch = u.skewed
-          val oKeys = keysOf(pairs, side.other, idx)
-          if (unionNotExact(Seq(other), skew).isDefined) return None
-          val oRest = Filter(SkewValues.notInKeys(oKeys, skew.values), other.plan)
-          val rest = if (side == LeftSide) done(j.copy(left = restBranch, right = oRest))
-            else done(j.copy(left = oRest, right = restBranch))
-          val (o, oMap) = fresh(other.plan)
-          val toSkew = AttributeMap(child.output.zip(skewBranch.output)) ++ oMap
-          val oSkew = Filter(SkewValues.inKeys(oKeys.map(remap(_, oMap)), skew.values), o)
-          val cond = j.condition.map(remap(_, toSkew))
-          val mapSideJoin = if (side == LeftSide) {
-            done(Join(skewBranch, oSkew, j.joinType, cond, broadcastHint(RightSide)))
-          } else done(Join(oSkew, skewBranch, j.joinType, cond, broadcastHint(LeftSide)))
-          val nulls = u.nulls.zip(info.nullKeys.getOrElse(Nil))
+          val nulls = u.nulls.zip(u.info.nullKeys.getOrElse(Nil))
             .flatMap { case (n, keys) => unmatchedThrough(j, side, n).map(_ -> keys) }
           val nullNumbers = if (u.nulls.isEmpty) Nil
             else Seq("nullBranchesKept" -> s"${nulls.size} of ${u.nulls.size}")
-          fired(candidate, s"follows the split of the join below on the same key: " +
-            s"${skew.values.size} skewed key(s) stay map-side", Seq("source" -> skew.source,
-            "form" -> "union", "otherSideSkewBytes" -> otherBytes) ++ nullNumbers: _*)
-          val result = Union(Seq(rest, mapSideJoin) ++ nulls.map(_._1), byName = false,
-            allowMissingCol = false)
-          tagSplit(result, info.keys, info.skew, info.keysDisjoint, Some(nulls.map(_._2)))
-          Some(result)
+          val joined = u.info.skew match {
+            case Some(skew) => splitAlong(j, pairs, side, child, u, skew, ids, candidate,
+              nullNumbers)
+            case None =>
+              fired(candidate, "the NULL keys that bypass the join below bypass this one too",
+                nullNumbers: _*)
+              Some(Seq(withChild(j, side, u.rest)))
+          }
+          joined.map {
+            case Seq(only) if nulls.isEmpty => only
+            case branches =>
+              val result = Union(branches ++ nulls.map(_._1), byName = false,
+                allowMissingCol = false)
+              tagSplit(result, u.info.keys, u.info.skew, u.info.keysDisjoint,
+                Some(nulls.map(_._2)))
+              result
+          }
         case _ => None
       }
     }
     over(LeftSide).orElse(over(RightSide))
+  }
+
+  private def withChild(j: Join, side: Side, child: LogicalPlan): Join =
+    done(if (side == LeftSide) j.copy(left = child) else j.copy(right = child))
+
+  /**
+   * The shuffle and map-side branches of `j` over the split `u` on its `side` (`child`): None
+   * when the split's keys are not among `j`'s or the other input's rows for them do not fit.
+   */
+  private def splitAlong(
+      j: Join,
+      pairs: Seq[KeyPair],
+      side: Side,
+      child: LogicalPlan,
+      u: Branches,
+      split: SkewedKeys,
+      ids: Seq[Expression],
+      candidate: String,
+      nullNumbers: Seq[(String, Any)]): Option[Seq[LogicalPlan]] = {
+    val idx = u.info.keys.map(k => ids.indexWhere(_.semanticEquals(k)))
+    // NULL keys of a split outer join may sit in the map-side branch: only `=` is exact.
+    if (idx.contains(-1) || idx.exists(pairs(_).nullSafe)) return None
+    val skew = split.copy(keyIndexes = idx)
+    val other = Input(side.other, if (side == LeftSide) j.right else j.left,
+      keysOf(pairs, side.other, pairs.indices))
+    val (kept, otherBytes, _) = fitBroadcast(other, idx, skew, skew.source == "hint")
+    if (kept.size != skew.values.size) return None
+    val skewBranch = u.skewed.get
+    val oKeys = keysOf(pairs, side.other, idx)
+    if (unionNotExact(Seq(other), skew).isDefined) return None
+    val oRest = Filter(SkewValues.notInKeys(oKeys, skew.values), other.plan)
+    val rest = if (side == LeftSide) done(j.copy(left = u.rest, right = oRest))
+      else done(j.copy(left = oRest, right = u.rest))
+    val (o, oMap) = fresh(other.plan)
+    val toSkew = AttributeMap(child.output.zip(skewBranch.output)) ++ oMap
+    val oSkew = Filter(SkewValues.inKeys(oKeys.map(remap(_, oMap)), skew.values), o)
+    val cond = j.condition.map(remap(_, toSkew))
+    val mapSideJoin = if (side == LeftSide) {
+      done(Join(skewBranch, oSkew, j.joinType, cond, broadcastHint(RightSide)))
+    } else done(Join(oSkew, skewBranch, j.joinType, cond, broadcastHint(LeftSide)))
+    fired(candidate, s"follows the split of the join below on the same key: " +
+      s"${skew.values.size} skewed key(s) stay map-side", Seq("source" -> skew.source,
+      "form" -> "union", "otherSideSkewBytes" -> otherBytes) ++ nullNumbers: _*)
+    Some(Seq(rest, mapSideJoin))
   }
 
   /** True when each NULL branch's rows have a NULL in a key that `pairs` compares with `=`. */
@@ -922,12 +961,12 @@ case class SkewJoinSplit(session: SparkSession)
     }
 
   /**
-   * A split union's branches (the shuffle branch, the map-side branch, then any NULL branches),
-   * as seen through the projections and filters above it.
+   * A split union's branches (the shuffle branch, the map-side branch if any, then any NULL
+   * branches), as seen through the projections and filters above it.
    */
   private case class Branches(
-      rest: LogicalPlan, skewed: LogicalPlan, nulls: Seq[LogicalPlan], info: SplitInfo) {
-    def others: Seq[LogicalPlan] = skewed +: nulls
+      rest: LogicalPlan, skewed: Option[LogicalPlan], nulls: Seq[LogicalPlan], info: SplitInfo) {
+    def others: Seq[LogicalPlan] = skewed.toSeq ++ nulls
 
     /**
      * `above` (over the union's columns, `output`) on each branch: as it is on the shuffle
@@ -936,13 +975,17 @@ case class SkewJoinSplit(session: SparkSession)
     def map(output: Seq[Attribute], above: LogicalPlan => LogicalPlan,
         remapped: (LogicalPlan, AttributeMap[Attribute]) => LogicalPlan): Branches = {
       def on(branch: LogicalPlan) = remapped(branch, AttributeMap(output.zip(branch.output)))
-      copy(rest = above(rest), skewed = on(skewed), nulls = nulls.map(on))
+      copy(rest = above(rest), skewed = skewed.map(on), nulls = nulls.map(on))
     }
   }
 
   private def branchesOf(plan: LogicalPlan): Option[Branches] = plan match {
     case u: Union =>
-      u.getTagValue(Split).map(Branches(u.children.head, u.children(1), u.children.drop(2), _))
+      u.getTagValue(Split).map { info =>
+        val mapSide = info.skew.size
+        Branches(u.children.head, u.children.drop(1).take(mapSide).headOption,
+          u.children.drop(1 + mapSide), info)
+      }
     // A copy above the map-side branch remaps attributes, which a subquery's plan would not follow.
     case p @ Project(list, child) if list.forall(e => e.deterministic &&
         !SubqueryExpression.hasSubquery(e)) =>
@@ -989,14 +1032,15 @@ object SkewJoinSplit {
   val Done: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.skewJoinSplit.done")
 
   /**
-   * What a split union holds: the split keys over its output, the skewed keys, whether each
-   * value of the split keys (NULL included) comes out of one branch only, and for each NULL
+   * What a split union holds: the split keys over its output and the skewed keys (none when
+   * only NULL keys bypass the shuffle), whether each value of the split keys (NULL included)
+   * comes out of one branch only, and for each NULL
    * branch the keys of which each of its rows has at least one NULL (None when the output no
    * longer carries them).
    */
   final case class SplitInfo(
       keys: Seq[Expression],
-      skew: SkewedKeys,
+      skew: Option[SkewedKeys],
       keysDisjoint: Boolean,
       nullKeys: Option[Seq[Seq[Expression]]])
   val Split: TreeNodeTag[SplitInfo] = TreeNodeTag[SplitInfo]("hiveJoinOpts.skewJoinSplit.split")

@@ -518,6 +518,40 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("NULL keys that bypass one join's shuffle bypass the next joins on the same key too") {
+    withTempDir { dir =>
+      // Half of the keys NULL, no skewed value.
+      spark.range(0, 3000).selectExpr("CASE WHEN id % 2 = 0 THEN NULL ELSE id END AS k", "id AS v")
+        .repartition(3).write.parquet(s"$dir/nullbig")
+      withTempView("nullbig", "small2", "small3") {
+        spark.read.parquet(s"$dir/nullbig").createOrReplaceTempView("nullbig")
+        spark.table("small").selectExpr("k", "w + 1 AS x").createOrReplaceTempView("small2")
+        spark.table("small").selectExpr("k", "w + 2 AS y").createOrReplaceTempView("small3")
+        withSkewConf() {
+          val query = "SELECT b.k, b.v, small.w, x, y FROM nullbig b " +
+            "LEFT OUTER JOIN small ON b.k = small.k LEFT OUTER JOIN small2 ON b.k = small2.k " +
+            "LEFT OUTER JOIN small3 ON b.k = small3.k"
+          val rows = checkSameAnswer(sql(query))
+          assert(rows.count(_.isNullAt(0)) == 1500)
+          val reasons = fired(sql(query)).map(_.reason)
+          assert(reasons.count(_.startsWith("the NULL keys that bypass the join below")) == 2,
+            reasons)
+          // Each join shuffles the 1500 rows with a key (and key 7's matches), not the 1500
+          // without.
+          val plan = executedPlan(sql(query))
+          assert(shuffleJoins(plan) == 3 && broadcastJoins(plan) == 0, plan)
+          val joined = collectWithSubqueries(plan) { case j: SortMergeJoinExec => j }
+          assert(joined.forall(_.metrics("numOutputRows").value < 1510), joined)
+          val anti = "SELECT u.k, u.v FROM (SELECT b.k, b.v, small.w FROM nullbig b " +
+            "LEFT OUTER JOIN small ON b.k = small.k) u LEFT ANTI JOIN small2 ON u.k = small2.k"
+          checkSameAnswer(sql(anti))
+          assert(fired(sql(anti)).flatMap(_.numbers.toMap.get("nullBranchesKept")) ==
+            Seq("1 of 1"))
+        }
+      }
+    }
+  }
+
   test("duplicates on both sides are joined as often as without the rule") {
     withSkewConf() {
       val query = "SELECT count(*), sum(v), sum(w) FROM big JOIN small ON big.k = small.k"
