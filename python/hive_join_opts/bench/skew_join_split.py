@@ -124,6 +124,15 @@ register(
         table="nullkeys",
     ),
     _scenario(
+        "s5_chain",
+        "S5 followed by a second LEFT OUTER JOIN on the same key: the NULL keys bypass both "
+        "shuffles",
+        "SELECT count(*) AS n, sum(b.v) AS v, sum(d.w) AS w, sum(e.w) AS w2, count(e.k) AS ek "
+        "FROM skew_nullkeys b LEFT OUTER JOIN skew_dim d ON b.k = d.k "
+        "LEFT OUTER JOIN skew_dim e ON b.k = e.k",
+        table="nullkeys",
+    ),
+    _scenario(
         "s6_no_skew",
         "S6: the same inner join without skew: the rule must not fire (ratio 1.0 within noise)",
         f"SELECT {AGGREGATES} FROM skew_uniform b JOIN skew_dim d ON b.k = d.k",
