@@ -70,7 +70,8 @@ import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, Jo
  * (all of B when the footers do not tell), else the salted form.
  *
  * NULL keys on a preserved side (outer or anti join) cannot match: when they are skewed, they
- * bypass the shuffle in a branch of their own, padded with NULLs.
+ * bypass the shuffle in a branch of their own, padded with NULLs. A row with a NULL in any of
+ * the side's keys goes there, and only there, even with a skewed value in another key.
  *
  * A join on the same key over an already split join is split along the same keys, so a chain
  * of joins on one key keeps the heavy keys map-side all the way; a NULL branch below it passes
@@ -362,7 +363,7 @@ case class SkewJoinSplit(session: SparkSession)
     val rewritten = form match {
       case "salted" => salted(j, pairs, b.side, skew, buckets, saltNulls = bypass.contains(b.side))
       case _ => union(j, Seq(rest(j, pairs, Some(b.side -> skew), bypass, files),
-        mapSide(j, pairs, others, b.side, skew, files)) ++
+        mapSide(j, pairs, others, b.side, skew, files, bypass)) ++
         bypass.map(nullBranch(j, pairs, _, files)), Some(b.side -> skew), bypass)
     }
     fired(candidate, s"${kept.size} skewed key(s) of the ${b.side} side from ${skew.source} " +
@@ -601,7 +602,8 @@ case class SkewJoinSplit(session: SparkSession)
       others: Seq[Expression],
       bSide: Side,
       skew: SkewedKeys,
-      files: BranchFiles): LogicalPlan = {
+      files: BranchFiles,
+      bypass: Seq[Side]): LogicalPlan = {
     val (l, lMap) = fresh(j.left)
     val (r, rMap) = fresh(j.right)
     val map = lMap ++ rMap
@@ -609,7 +611,9 @@ case class SkewJoinSplit(session: SparkSession)
     val cond = j.condition.map(remap(_, map))
     def onSkewed(side: Side, plan: LogicalPlan) = {
       val keys = keysOf(fPairs, side, skew.keyIndexes)
-      Filter(SkewValues.inKeys(keys, skew.values), skewedRows(side, bSide, plan, keys, skew, files))
+      val kept = SkewValues.inKeys(keys, skew.values) +:
+        notBypassed(side, keysOf(fPairs, side, pairs.indices), bypass)
+      Filter(kept.reduce(And), skewedRows(side, bSide, plan, keys, skew, files))
     }
     val fl = onSkewed(LeftSide, l)
     val fr = onSkewed(RightSide, r)
@@ -622,21 +626,29 @@ case class SkewJoinSplit(session: SparkSession)
         broadcastJoin(fl, fr, j.joinType, oSide, cond)
       case (LeftOuter, RightSide) =>
         Union(broadcastJoin(fl, fr, Inner, LeftSide, cond),
-          unmatched(j, pairs, skew, oSide, files, padOther = true))
+          unmatched(j, pairs, skew, oSide, files, bypass, padOther = true))
       case (RightOuter, LeftSide) =>
         Union(broadcastJoin(fl, fr, Inner, RightSide, cond),
-          unmatched(j, pairs, skew, oSide, files, padOther = true))
+          unmatched(j, pairs, skew, oSide, files, bypass, padOther = true))
       case (FullOuter, LeftSide) =>
         Union(broadcastJoin(fl, fr, LeftOuter, RightSide, cond),
-          unmatched(j, pairs, skew, oSide, files, padOther = true))
+          unmatched(j, pairs, skew, oSide, files, bypass, padOther = true))
       case (FullOuter, RightSide) =>
         Union(broadcastJoin(fl, fr, RightOuter, LeftSide, cond),
-          unmatched(j, pairs, skew, oSide, files, padOther = true))
+          unmatched(j, pairs, skew, oSide, files, bypass, padOther = true))
       case (LeftSemi | LeftAnti, RightSide) =>
-        unmatched(j, pairs, skew, LeftSide, files, padOther = false, keepType = Some(j.joinType))
+        unmatched(j, pairs, skew, LeftSide, files, bypass, padOther = false,
+          keepType = Some(j.joinType))
       case (t, _) => throw new IllegalStateException(s"unexpected join type $t")
     }
   }
+
+  /**
+   * Of a side whose NULL keys have a branch of their own, the rows with no NULL key: a row with
+   * a skewed value in one key column and NULL in another belongs to the NULL branch only.
+   */
+  private def notBypassed(side: Side, keys: Seq[Expression], bypass: Seq[Side]): Seq[Expression] =
+    if (bypass.contains(side)) keys.map(SkewValues.isNotNullKey) else Nil
 
   /** A map-side branch's copy of a side: of the big side, only the files that may hold a skewed key. */
   private def skewedRows(
@@ -662,6 +674,7 @@ case class SkewJoinSplit(session: SparkSession)
       skew: SkewedKeys,
       oSide: Side,
       files: BranchFiles,
+      bypass: Seq[Side],
       padOther: Boolean,
       keepType: Option[JoinType] = None): LogicalPlan = {
     val bSide = oSide.other
@@ -670,7 +683,8 @@ case class SkewJoinSplit(session: SparkSession)
     val oKeys = keysOf(pairs, oSide, pairs.indices).map(remap(_, oMap))
     val bKeys = keysOf(pairs, bSide, pairs.indices).map(remap(_, bMap))
     val idx = skew.keyIndexes
-    val oSkewed = Filter(SkewValues.inKeys(idx.map(oKeys), skew.values), o)
+    val oSkewed = Filter((SkewValues.inKeys(idx.map(oKeys), skew.values) +:
+      notBypassed(oSide, oKeys, bypass)).reduce(And), o)
     val bSkewed = Filter(SkewValues.inKeys(idx.map(bKeys), skew.values),
       skewedRows(bSide, bSide, b, idx.map(bKeys), skew, files))
     val distinctKeys = {
@@ -797,7 +811,8 @@ case class SkewJoinSplit(session: SparkSession)
    *                                        +- map-side join
    * }}}
    * A split whose preserved side's NULL keys bypass the shuffle has a third branch, with the
-   * NULL keys only: it is aggregated on its own too.
+   * NULL keys only: it is aggregated on its own too, when the GROUP BY holds every join key of
+   * that side (a row lands there for a NULL in any of them).
    * Not when the other side is preserved (its unmatched rows carry a NULL B.k in two
    * branches), nor for aggregates that are not deterministic or hold a subquery; both are
    * declined with their reason in the decision log. A join key under a cast (an int key joined
@@ -811,6 +826,10 @@ case class SkewJoinSplit(session: SparkSession)
       if (!b.info.keysDisjoint) {
         skipped(candidate, "the other side of the split join is preserved: its unmatched rows " +
           "have a NULL key in more than one branch, so a group may span branches")
+        None
+      } else if (!nullGroupsApart(a, b)) {
+        skipped(candidate, "a NULL branch's rows have a NULL in a join key the GROUP BY does " +
+          "not hold, so a group may span branches")
         None
       } else if (!a.expressions.forall(e => e.deterministic && !SubqueryExpression.hasSubquery(e))) {
         skipped(candidate, "the aggregate is not deterministic or holds a subquery")
@@ -826,6 +845,11 @@ case class SkewJoinSplit(session: SparkSession)
       }
     case _ => None
   }
+
+  /** True when `a` groups by every key that puts a row in a NULL branch of `b` (if it has one). */
+  private def nullGroupsApart(a: Aggregate, b: Branches): Boolean = b.nulls.isEmpty ||
+    b.info.nullKeys.exists(keys => keys.size == b.nulls.size &&
+      keys.forall(_.forall(GroupingKeys.groupsBy(a, _))))
 
   /** `a` over another branch of its child's split: the same aggregate on that branch's columns. */
   private def aggregateOn(a: Aggregate, branch: LogicalPlan): Aggregate = {

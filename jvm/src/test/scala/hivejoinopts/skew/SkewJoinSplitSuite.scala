@@ -553,6 +553,42 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("a skewed value in one key column and NULL in another: the row is in the NULL branch only") {
+    // A table of its own: a hint stays with the expression ids of the columns it names.
+    withTempDir { dir =>
+      spark.table("big").selectExpr("k", "CASE WHEN v % 5 = 0 THEN NULL ELSE k2 END AS k2", "v")
+        .write.parquet(s"$dir/big_null_k2")
+      withTempView("big_null_k2") {
+        spark.read.parquet(s"$dir/big_null_k2").createOrReplaceTempView("big_null_k2")
+        withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
+            HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.05") {
+          checkNullBranchOnly()
+        }
+      }
+    }
+  }
+
+  /** Skewed on k alone (the hint), joined on (k, k2): rows (7, NULL) must not go map-side. */
+  private def checkNullBranchOnly(): Unit = {
+    def join(joinType: String, select: String) = s"SELECT /*+ SKEW('b', 'k') */ $select " +
+      s"FROM big_null_k2 b $joinType JOIN small ON b.k = small.k AND b.k2 = small.k2"
+    for (joinType <- Seq("LEFT OUTER", "FULL OUTER", "RIGHT OUTER")) {
+      checkSameAnswer(sql(join(joinType, "b.k, b.k2, b.v, small.w")))
+    }
+    val anti = join("LEFT ANTI", "b.k, b.k2, b.v")
+    checkSameAnswer(sql(anti))
+    assert(fired(sql(anti)).map(_.numbers.toMap.get("nullBypass")) == Seq(Some("left")))
+    // Group 7 has rows in the map-side branch and, with a NULL k2, in the NULL branch.
+    val split = join("LEFT OUTER", "b.k, b.k2, b.v, small.w")
+    for ((groupBy, grouped) <- Seq("k" -> false, "k, k2" -> true)) {
+      val query = s"SELECT $groupBy, count(*), sum(w) FROM ($split) GROUP BY $groupBy"
+      checkSameAnswer(sql(query))
+      val Seq(d) = decisions(sql(query)).filter(_.candidate.startsWith("GROUP BY"))
+      assert(d.fired == grouped, d)
+      if (!grouped) assert(d.reason.contains("a NULL branch's rows have a NULL"), d)
+    }
+  }
+
   test("duplicates on both sides are joined as often as without the rule") {
     withSkewConf() {
       val query = "SELECT count(*), sum(v), sum(w) FROM big JOIN small ON big.k = small.k"
