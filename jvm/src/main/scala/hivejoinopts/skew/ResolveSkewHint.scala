@@ -5,9 +5,10 @@ import java.util.Locale
 import scala.collection.mutable
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
+import org.apache.spark.sql.catalyst.analysis.{DeduplicateRelations, UnresolvedAttribute}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, CreateNamedStruct, ExprId, Expression, Literal, SubqueryExpression}
-import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan, Project, SubqueryAlias, UnresolvedHint, View}
+import org.apache.spark.sql.catalyst.plans.Inner
+import org.apache.spark.sql.catalyst.plans.logical.{Join, JoinHint, LogicalPlan, Project, SubqueryAlias, UnresolvedHint, View}
 import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.types.StringType
 
@@ -29,7 +30,9 @@ final case class HintedSkew(
 /**
  * The SKEW hints of recent queries, by the expression ids of the columns they name. Expression
  * ids are unique in the driver and survive optimization, so [[SkewJoinSplit]] finds a hint by
- * the join keys it meets. Bounded: the oldest entries go first.
+ * the join keys it meets; [[ResolveSkewHint]] gives the hinted relation ids of its own query, so
+ * a hint does not follow a view or DataFrame into later queries. Bounded: the oldest entries go
+ * first.
  */
 object SkewHints {
   private val MaxEntries = 4096
@@ -62,7 +65,8 @@ object SkewHints {
  *   UnresolvedHint SKEW, [t, c, 1]
  *   +- Project ... +- Join Inner, (c = d) :- SubqueryAlias t ... :- SubqueryAlias u ...
  * }}}
- * After: the hint node is gone and the columns' expression ids are registered in [[SkewHints]].
+ * After: the hint node is gone, the relation it names has expression ids of its own (so the hint
+ * stays with this query), and its columns' ids are registered in [[SkewHints]].
  *
  * Names written without quotes, SKEW(t, c, 1), are made literals first by [[SkewHintNames]].
  *
@@ -75,11 +79,13 @@ case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRul
   override def family: Family = HiveJoinOptsConf.SkewJoin
   override def flag: Flag[Boolean] = HiveJoinOptsConf.SKEW_JOIN_HINT_ENABLED
 
-  override protected def rewrite(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
-    case h: UnresolvedHint if isSkew(h) && h.child.resolved =>
-      resolve(h)
-      h.child
-  }
+  override protected def rewrite(plan: LogicalPlan): LogicalPlan =
+    if (!plan.exists { case h: UnresolvedHint => isSkew(h); case _ => false }) plan
+    else plan.transformUpWithNewOutput {
+      case h: UnresolvedHint if isSkew(h) && h.child.resolved =>
+        val child = resolve(h)
+        child -> h.child.output.zip(child.output)
+    }
 
   private def isSkew(h: UnresolvedHint): Boolean = SkewHintNames.isSkew(h)
 
@@ -98,30 +104,44 @@ case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRul
     case _ => None
   }
 
-  private def resolve(h: UnresolvedHint): Unit = {
+  /** The hint's child, the relation it names renewed, with the hint registered. */
+  private def resolve(h: UnresolvedHint): LogicalPlan = {
     val hint = text(h)
     if (h.parameters.isEmpty) fail(hint, "name the skewed table: SKEW('t'), SKEW('t', 'c'), ...")
-    val (relation, output, rest) = findRelation(hint, h)
+    val (relation, named, rest) = findRelation(hint, h)
+    val renewed = renew(named)
+    val child = if (named eq h.child) renewed else h.child.transformUpWithNewOutput {
+      case p if p eq named => renewed -> named.output.zip(renewed.output)
+    }
+    val output = renewed.output
     val columns = rest.headOption.map(columnsOf(hint, relation, output, _))
     val values = columns.flatMap { cols =>
       val given = rest.drop(1)
       if (given.isEmpty) None else Some(castValues(hint, relation, cols, given))
     }
     val hinted = HintedSkew(hint, relation, output, columns, values)
-    SkewHints.register(hinted, (columns.getOrElse(output) ++ aliasSources(h.child, columns
+    SkewHints.register(hinted, (columns.getOrElse(output) ++ aliasSources(child, columns
       .getOrElse(output))).map(_.exprId))
-    if (!usedByJoin(h.child, columns.getOrElse(output).map(_.exprId).toSet)) {
+    if (!usedByJoin(child, columns.getOrElse(output).map(_.exprId).toSet)) {
       val what = columns.map(_.map(c => s"$relation.${c.name}").mkString(", ")).getOrElse(relation)
       val reason = s"no join of the query has $what as a join key; the hint is ignored"
       logWarning(s"SKEW hint $hint: $reason")
       skipped(s"SKEW hint $hint", reason)
     }
+    child
   }
+
+  /**
+   * `plan` with expression ids of its own. A view's or a DataFrame's plan keeps its ids in
+   * every query that reads it, so a hint registered by them would follow it into later queries.
+   */
+  private def renew(plan: LogicalPlan): LogicalPlan =
+    DeduplicateRelations(Join(plan, plan, Inner, None, JoinHint.NONE)).children(1)
 
   /** The relation the hint names (an alias or table name, matched as Spark matches join hints). */
   private def findRelation(
       hint: String,
-      h: UnresolvedHint): (String, Seq[Attribute], Seq[Expression]) = {
+      h: UnresolvedHint): (String, LogicalPlan, Seq[Expression]) = {
     val first = h.parameters.head
     val ident = name(first).getOrElse(fail(hint, s"${first.sql} is not a table name"))
     val matches = mutable.ArrayBuffer.empty[SubqueryAlias]
@@ -133,11 +153,11 @@ case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRul
     }
     visit(h.child)
     matches.distinct.toList match {
-      case Seq(a) => (a.identifier.name, a.output, h.parameters.tail)
+      case Seq(a) => (a.identifier.name, a, h.parameters.tail)
       case Seq() if ident.size == 1 &&
           h.child.output.exists(o => session.sessionState.conf.resolver(o.name, ident.head)) =>
         // DataFrame form: df.hint("skew", "c", ...) names the columns of the DataFrame itself.
-        ("the DataFrame", h.child.output, h.parameters)
+        ("the DataFrame", h.child, h.parameters)
       case Seq() =>
         fail(hint, s"no table or alias named '${ident.mkString(".")}' in the query " +
           s"(tables and aliases: ${aliases(h.child).mkString(", ")})")

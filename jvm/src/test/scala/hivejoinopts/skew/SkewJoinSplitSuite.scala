@@ -554,7 +554,7 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
   }
 
   test("a skewed value in one key column and NULL in another: the row is in the NULL branch only") {
-    // A table of its own: a hint stays with the expression ids of the columns it names.
+    // big with a NULL k2 in a fifth of its rows.
     withTempDir { dir =>
       spark.table("big").selectExpr("k", "CASE WHEN v % 5 = 0 THEN NULL ELSE k2 END AS k2", "v")
         .write.parquet(s"$dir/big_null_k2")
@@ -586,6 +586,24 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
       val Seq(d) = decisions(sql(query)).filter(_.candidate.startsWith("GROUP BY"))
       assert(d.fired == grouped, d)
       if (!grouped) assert(d.reason.contains("a NULL branch's rows have a NULL"), d)
+    }
+  }
+
+  test("a SKEW hint stays with its query: later queries on the same view or DataFrame ignore it") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key -> "false") {
+      def source(df: DataFrame) = fired(df).map(_.numbers.toMap.apply("source"))
+      val hinted = "SELECT /*+ SKEW('big', 'k', 7) */ big.v, small.w FROM big JOIN small " +
+        "ON big.k = small.k"
+      checkSameAnswer(sql(hinted))
+      assert(source(sql(hinted)) == Seq("hint"))
+      val plain = hinted.replace("/*+ SKEW('big', 'k', 7) */ ", "")
+      val Seq(d) = decisions(sql(plain))
+      assert(!d.fired && d.reason.startsWith("no skewed keys"), d)
+      // A DataFrame's plan keeps its expression ids in every query built on it, too.
+      val big = spark.table("big")
+      val small = spark.table("small").select("k", "w")
+      assert(source(big.hint("skew", "k", 7).join(small, "k")) == Seq("hint"))
+      assert(source(big.join(small, "k")).isEmpty)
     }
   }
 
