@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.analysis.{DeduplicateRelations, UnresolvedA
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, CreateNamedStruct, ExprId, Expression, Literal, SubqueryExpression}
 import org.apache.spark.sql.catalyst.plans.Inner
 import org.apache.spark.sql.catalyst.plans.logical.{Join, JoinHint, LogicalPlan, Project, SubqueryAlias, UnresolvedHint, View}
+import org.apache.spark.sql.catalyst.trees.TreePattern.UNRESOLVED_HINT
 import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.types.StringType
 
@@ -80,7 +81,7 @@ case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRul
   override def flag: Flag[Boolean] = HiveJoinOptsConf.SKEW_JOIN_HINT_ENABLED
 
   override protected def rewrite(plan: LogicalPlan): LogicalPlan =
-    if (!plan.exists { case h: UnresolvedHint => isSkew(h); case _ => false }) plan
+    if (!plan.containsPattern(UNRESOLVED_HINT)) plan
     else plan.transformUpWithNewOutput {
       case h: UnresolvedHint if isSkew(h) && h.child.resolved =>
         val child = resolve(h)

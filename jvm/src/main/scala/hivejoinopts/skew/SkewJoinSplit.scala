@@ -576,9 +576,7 @@ case class SkewJoinSplit(session: SparkSession)
       val notSkewed = skew.map { case (_, k) =>
         SkewValues.notInKeys(keysOf(pairs, side, k.keyIndexes), k.values)
       }
-      val notNull = if (bypass.contains(side)) {
-        Some(keysOf(pairs, side, pairs.indices).map(SkewValues.isNotNullKey).reduce(And))
-      } else None
+      val notNull = notBypassed(side, keysOf(pairs, side, pairs.indices), bypass)
       // Files are judged by one column: the skewed key of the big side, or any key without NULL.
       val withNulls = !bypass.contains(side)
       val read = skew match {
@@ -696,12 +694,14 @@ case class SkewJoinSplit(session: SparkSession)
       pairs(i).toCondition(oKeys(i), distinctKeys.output(i))).reduce(And)
     val anti = done(Join(oSkewed, distinctKeys, keepType.getOrElse(LeftAnti), Some(keyCond),
       broadcastHint(RightSide)))
-    if (!padOther) return anti
-    val nulls = (if (bSide == LeftSide) j.left.output else j.right.output)
+    if (padOther) padded(j, oSide, anti) else anti
+  }
+
+  /** `rows` of `j`'s `side`, with NULLs for the other side's columns, as `j` outputs them. */
+  private def padded(j: Join, side: Side, rows: LogicalPlan): Project = {
+    val nulls = (if (side == LeftSide) j.right.output else j.left.output)
       .map(a => Alias(Literal(null, a.dataType), a.name)())
-    val padded: Seq[NamedExpression] =
-      if (oSide == LeftSide) o.output ++ nulls else nulls ++ o.output
-    Project(padded, anti)
+    Project(if (side == LeftSide) rows.output ++ nulls else nulls ++ rows.output, rows)
   }
 
   /** A preserved side's rows with a NULL key, which match nothing: no shuffle, NULL-padded. */
@@ -714,13 +714,7 @@ case class SkewJoinSplit(session: SparkSession)
       case _ => p
     }
     val rows = Filter(keys.map(SkewValues.isNullKey).reduce(Or), read)
-    j.joinType match {
-      case LeftAnti => rows
-      case _ =>
-        val other = if (side == LeftSide) j.right.output else j.left.output
-        val nulls = other.map(a => Alias(Literal(null, a.dataType), a.name)())
-        Project(if (side == LeftSide) p.output ++ nulls else nulls ++ p.output, rows)
-    }
+    if (j.joinType == LeftAnti) rows else padded(j, side, rows)
   }
 
   /** The salted form: one shuffle join on (key, salt), the skewed keys spread over buckets. */
@@ -976,10 +970,7 @@ case class SkewJoinSplit(session: SparkSession)
    */
   private def unmatchedThrough(j: Join, side: Side, n: LogicalPlan): Option[LogicalPlan] =
     (j.joinType, side) match {
-      case (LeftOuter, LeftSide) | (RightOuter, RightSide) =>
-        val other = if (side == LeftSide) j.right.output else j.left.output
-        val nulls = other.map(a => Alias(Literal(null, a.dataType), a.name)())
-        Some(Project(if (side == LeftSide) n.output ++ nulls else nulls ++ n.output, n))
+      case (LeftOuter, LeftSide) | (RightOuter, RightSide) => Some(padded(j, side, n))
       case (LeftAnti, LeftSide) => Some(n)
       case _ => None
     }
@@ -1006,9 +997,10 @@ case class SkewJoinSplit(session: SparkSession)
   private def branchesOf(plan: LogicalPlan): Option[Branches] = plan match {
     case u: Union =>
       u.getTagValue(Split).map { info =>
-        val mapSide = info.skew.size
-        Branches(u.children.head, u.children.drop(1).take(mapSide).headOption,
-          u.children.drop(1 + mapSide), info)
+        val (mapSide, nulls) =
+          if (info.skew.isDefined) (Some(u.children(1)), u.children.drop(2))
+          else (None, u.children.drop(1))
+        Branches(u.children.head, mapSide, nulls, info)
       }
     // A copy above the map-side branch remaps attributes, which a subquery's plan would not follow.
     case p @ Project(list, child) if list.forall(e => e.deterministic &&
