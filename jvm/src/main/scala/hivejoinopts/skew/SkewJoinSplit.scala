@@ -767,7 +767,10 @@ case class SkewJoinSplit(session: SparkSession)
         case Some((side, skew)) =>
           tagSplit(u, keysOf(pairs, side, skew.keyIndexes), Some(skew),
             !preservedSides(j.joinType).contains(side.other), nullKeys)
-        case None => tagSplit(u, Nil, None, disjoint = false, nullKeys)
+        // A NULL key comes out of the NULL branch only, unless the other side is preserved:
+        // its unmatched rows carry NULL keys of the bypassed side in the shuffle branch.
+        case None => tagSplit(u, Nil, None,
+          bypass.forall(s => !preservedSides(j.joinType).contains(s.other)), nullKeys)
       }
     }
     u
@@ -804,9 +807,9 @@ case class SkewJoinSplit(session: SparkSession)
    *      +- map-side join               +- Aggregate [B'.k, ...]
    *                                        +- map-side join
    * }}}
-   * A split whose preserved side's NULL keys bypass the shuffle has a third branch, with the
-   * NULL keys only: it is aggregated on its own too, when the GROUP BY holds every join key of
-   * that side (a row lands there for a NULL in any of them).
+   * A split whose preserved side's NULL keys bypass the shuffle has a NULL branch (the third,
+   * or the second when no key value is skewed): it is aggregated on its own too, when the
+   * GROUP BY holds every join key of that side (a row lands there for a NULL in any of them).
    * Not when the other side is preserved (its unmatched rows carry a NULL B.k in two
    * branches), nor for aggregates that are not deterministic or hold a subquery; both are
    * declined with their reason in the decision log. A join key under a cast (an int key joined
@@ -814,7 +817,7 @@ case class SkewJoinSplit(session: SparkSession)
    * added the cast to the GROUP BY.
    */
   private def aggregateInBranches(a: Aggregate): Option[LogicalPlan] = branchesOf(a.child) match {
-    case Some(b) if b.info.skew.isDefined && b.info.keys.forall(GroupingKeys.groupsBy(a, _)) =>
+    case Some(b) if groupsBySplit(a, b) =>
       val candidate = s"GROUP BY ${a.groupingExpressions.map(e => Candidates.abbreviate(e.sql))
           .mkString(", ")} over ${Candidates.tables(a.child)}"
       if (!b.info.keysDisjoint) {
@@ -834,10 +837,19 @@ case class SkewJoinSplit(session: SparkSession)
         val u = Union(aggregates, byName = false, allowMissingCol = false)
         tagSplit(u, b.info.keys, b.info.skew, disjoint = true, b.info.nullKeys)
         fired(candidate, "grouped by the split key: aggregated in each branch of the split join",
-          "source" -> b.info.skew.get.source, "branches" -> aggregates.size)
+          b.info.skew.map("source" -> _.source).toSeq :+ ("branches" -> aggregates.size): _*)
         Some(u)
       }
     case _ => None
+  }
+
+  /**
+   * True when `a` groups by the keys of `b`'s split: the skewed keys, or without them (only NULL
+   * keys bypass the shuffle) a key that puts a row in a NULL branch.
+   */
+  private def groupsBySplit(a: Aggregate, b: Branches): Boolean = b.info.skew match {
+    case Some(_) => b.info.keys.forall(GroupingKeys.groupsBy(a, _))
+    case None => b.info.nullKeys.exists(_.flatten.exists(GroupingKeys.groupsBy(a, _)))
   }
 
   /** True when `a` groups by every key that puts a row in a NULL branch of `b` (if it has one). */
@@ -1049,10 +1061,10 @@ object SkewJoinSplit {
 
   /**
    * What a split union holds: the split keys over its output and the skewed keys (none when
-   * only NULL keys bypass the shuffle), whether each value of the split keys (NULL included)
-   * comes out of one branch only, and for each NULL
-   * branch the keys of which each of its rows has at least one NULL (None when the output no
-   * longer carries them).
+   * only NULL keys bypass the shuffle), whether each value of the split keys (NULL included;
+   * without skewed keys, of the NULL branches' keys) comes out of one branch only, and for each
+   * NULL branch the keys of which each of its rows has at least one NULL (None when the output
+   * no longer carries them).
    */
   final case class SplitInfo(
       keys: Seq[Expression],

@@ -421,15 +421,18 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  /** Final aggregates with a shuffle join below them and no shuffle in between. */
+  private def aggregatesOnJoinShuffle(plan: SparkPlan): Int = collectWithSubqueries(plan) {
+    case a: HashAggregateExec if a.aggregateExpressions.exists(_.mode == Final) &&
+        a.find(_.isInstanceOf[Exchange]).forall(e =>
+          !e.exists(_.isInstanceOf[SortMergeJoinExec])) &&
+        a.exists(_.isInstanceOf[SortMergeJoinExec]) => a
+  }.size
+
+  private def aggregated(df: DataFrame): Int =
+    fired(df).count(_.reason.startsWith("grouped by the split key"))
+
   test("a skewed join followed by GROUP BY the key: aggregated in each branch") {
-    // A final aggregate with a shuffle join below it and no shuffle in between.
-    def aggregatesOnJoinShuffle(plan: SparkPlan): Int = collectWithSubqueries(plan) {
-      case a: HashAggregateExec if a.aggregateExpressions.exists(_.mode == Final) &&
-          a.find(_.isInstanceOf[Exchange]).forall(e =>
-            !e.exists(_.isInstanceOf[SortMergeJoinExec])) &&
-          a.exists(_.isInstanceOf[SortMergeJoinExec]) => a
-    }.size
-    def aggregated(df: DataFrame) = fired(df).count(_.reason.startsWith("grouped by the split key"))
     // Without the NULL branch of the left outer join: a split of two branches.
     withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
         HiveJoinOptsConf.SKEW_JOIN_NULL_KEYS_ENABLED.key -> "false",
@@ -548,6 +551,53 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
           checkSameAnswer(sql(anti))
           assert(fired(sql(anti)).flatMap(_.numbers.toMap.get("nullBranchesKept")) ==
             Seq("1 of 1"))
+        }
+      }
+    }
+  }
+
+  test("GROUP BY the key over a split of NULL keys only: aggregated in each branch") {
+    withTempDir { dir =>
+      // Half of the keys NULL, no skewed value; a NULL k2 in a fifth of the rows with a key.
+      spark.range(0, 3000).selectExpr("CASE WHEN id % 2 = 0 THEN NULL ELSE id % 1000 END AS k",
+          "CASE WHEN id % 5 = 1 THEN NULL WHEN id % 4 < 2 THEN 'a' ELSE 'b' END AS k2", "id AS v")
+        .repartition(3).write.parquet(s"$dir/nullbig")
+      withTempView("nullbig") {
+        spark.read.parquet(s"$dir/nullbig").createOrReplaceTempView("nullbig")
+        withSkewConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
+          def query(joinType: String, groupBy: String, on: String = "b.k = small.k") = {
+            val measures = if (joinType == "LEFT ANTI") "count(b.k2)" else "sum(small.w)"
+            s"SELECT $groupBy, count(*), $measures, max(b.v) FROM nullbig b $joinType JOIN " +
+              s"small ON $on GROUP BY $groupBy"
+          }
+          def grouping(q: String) = decisions(sql(q)).filter(_.candidate.startsWith("GROUP BY"))
+          for (joinType <- Seq("LEFT OUTER", "LEFT ANTI")) {
+            val q = query(joinType, "b.k")
+            val rows = checkSameAnswer(sql(q))
+            assert(rows.exists(_.isNullAt(0)), "the NULL group")
+            val Seq(d) = grouping(q)
+            assert(d.fired && d.numbers.toMap.get("branches").contains("2"), d)
+            // The shuffle branch's aggregate runs on the join's partitioning.
+            assert(aggregatesOnJoinShuffle(executedPlan(sql(q))) == 1, executedPlan(sql(q)))
+          }
+          // A NULL key of the preserved small side's unmatched rows is in the shuffle branch.
+          val full = query("FULL OUTER", "b.k")
+          checkSameAnswer(sql(full))
+          val Seq(declined) = grouping(full)
+          assert(!declined.fired && declined.reason.contains("preserved"), declined)
+          // Joined on (k, k2): a row with a NULL k2 is in the NULL branch, whatever its k.
+          val twoKeys = "b.k = small.k AND b.k2 = small.k2"
+          for ((groupBy, grouped) <- Seq("b.k" -> false, "b.k, b.k2" -> true)) {
+            val q = query("LEFT OUTER", groupBy, twoKeys)
+            checkSameAnswer(sql(q))
+            val Seq(d) = grouping(q)
+            assert(d.fired == grouped, d)
+            if (!grouped) assert(d.reason.contains("a NULL branch's rows have a NULL"), d)
+          }
+          // Not grouped by a key of the split: no candidate.
+          val other = query("LEFT OUTER", "b.v % 7")
+          checkSameAnswer(sql(other))
+          assert(grouping(other).isEmpty && aggregated(sql(other)) == 0)
         }
       }
     }
