@@ -132,3 +132,27 @@ def test_a_speedup_is_the_median_of_the_rounds_ratios():
     extension = [500, 1500, 1000]
     assert paired_speedup(spark, extension) == 2.0
     assert paired_speedup([1000, 900], [500, 900]) == 1.5
+
+
+def test_warm_up_rounds_are_run_but_not_timed(monkeypatch):
+    from hive_join_opts import _session
+    from hive_join_opts.bench import harness
+
+    order = []
+    bench = object.__new__(harness.Bench)
+    bench._configure = lambda scenario, mode: order.append(mode)
+    bench._run = lambda scenario: run(100 * len(order), None, 10 * len(order))
+    bench.rows = lambda scenario, mode: [(1,)]
+
+    class Conf:
+        def set(self, key, value):
+            pass
+
+    bench.spark = type("Spark", (), {"conf": Conf()})()
+    monkeypatch.setattr(_session, "last_decisions", lambda spark: [])
+    result = bench.measure(object(), runs=2, warmup=3)
+    # Five rounds, each configuration first in every other one; the last two are timed.
+    spark, ext = harness.SPARK, harness.EXTENSION
+    assert order == [spark, ext, ext, spark, spark, ext, ext, spark, spark, ext]
+    assert [r.wall_ms for r in result.spark_runs] == [800, 900]
+    assert [r.wall_ms for r in result.extension_runs] == [700, 1000]

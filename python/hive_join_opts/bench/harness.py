@@ -2,8 +2,10 @@
 
 Each rule adds scenarios (a dataset, a query, the flags of the extension run) to `SCENARIOS`
 from its own module, named after the rule. For each scenario the harness checks that both
-configurations return the same rows, runs each configuration once to warm up, then alternates
-timed rounds, each running both configurations back to back. It reports wall time, bytes read,
+configurations return the same rows, runs warm-up rounds (one by default; `--warmup`), then
+alternates timed rounds, each running both configurations back to back. The JIT compiles each
+query's generated code on its own, so a plan of more stages may need more runs to reach the
+speed a long-running executor sees. It reports wall time, bytes read,
 bytes shuffled, shuffle count, the straggler factor of the join stage and the wall time the
 measured tasks would take on a 64-slot cluster, as a markdown table, a PNG chart and the raw
 JSON. Each figure is the median over the rounds, and each speedup the median of the rounds'
@@ -347,13 +349,13 @@ class Bench:
         self._configure(scenario, mode)
         return self.spark.sql(scenario.sql).collect()
 
-    def measure(self, scenario: Scenario, runs: int) -> Result:
+    def measure(self, scenario: Scenario, runs: int, warmup: int = 1) -> Result:
         from .._session import last_decisions
 
         same = rows_equal(self.rows(scenario, SPARK), self.rows(scenario, EXTENSION))
         timed: dict[str, list[Run]] = {SPARK: [], EXTENSION: []}
         decisions: list = []
-        for i in range(runs + 1):  # the first round warms up and is not counted
+        for i in range(warmup + runs):  # the warm-up rounds are not counted
             # Each configuration goes first every other round: the run after another pays for
             # its garbage, and neither configuration should always be the one that does.
             for mode in (SPARK, EXTENSION) if i % 2 == 0 else (EXTENSION, SPARK):
@@ -361,7 +363,7 @@ class Bench:
                 run = self._run(scenario)
                 if mode == EXTENSION:
                     decisions = last_decisions(self.spark)
-                if i > 0:
+                if i >= warmup:
                     timed[mode].append(run)
         self.spark.conf.set(ENABLED_KEY, "true")
         fired = sorted({d.rule for d in decisions if d.fired})
@@ -473,6 +475,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--runs", type=int, default=3,
                         help="timed rounds (each runs both configurations); figures are their medians "
                         "(default 3)")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="untimed rounds before the timed ones, per scenario (default 1)")
     parser.add_argument("--scenario", action="append", default=[], metavar="NAME",
                         help="run only these scenarios (repeatable; prefix match)")
     parser.add_argument("--out", default="bench-results",
@@ -519,7 +523,7 @@ def main(args) -> int:
     for scenario in scenarios:
         prepare(spark, scenario.dataset, args.scale)
         started = time.time()
-        result = bench.measure(scenario, args.runs)
+        result = bench.measure(scenario, args.runs, args.warmup)
         results.append(result)
         print(
             f"{scenario.name}: Spark {result.spark.wall_ms / 1000:.2f}s, "
@@ -530,12 +534,14 @@ def main(args) -> int:
         )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    command = f"hive-join-opts bench --scale {args.scale:g} --runs {args.runs}" + "".join(
+    warmup = f" --warmup {args.warmup}" if args.warmup != 1 else ""
+    command = f"hive-join-opts bench --scale {args.scale:g} --runs {args.runs}{warmup}" + "".join(
         f" --scenario {n}" for n in args.scenario
     )
     header = (
         f"Measured with `{command}` on Spark {spark.version}, "
-        f"{spark.sparkContext.master}, {os.cpu_count()} cores; medians of {args.runs} rounds."
+        f"{spark.sparkContext.master}, {os.cpu_count()} cores; {args.warmup} warm-up "
+        f"round(s), then medians of {args.runs} rounds."
     )
     (out / "bench.md").write_text(markdown(results, header))
     (out / "bench.json").write_text(json.dumps(

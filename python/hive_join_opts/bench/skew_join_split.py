@@ -133,6 +133,15 @@ register(
         table="nullkeys",
     ),
     _scenario(
+        "s5_group_by_key",
+        "S5 followed by GROUP BY the join key (keys of one type): the NULL group is aggregated "
+        "in its own branch, the others on the join's partitioning",
+        "SELECT count(*), sum(n), sum(w) FROM (SELECT b.k, count(*) AS n, sum(d.w) AS w "
+        "FROM skew_nullkeys b LEFT OUTER JOIN (SELECT CAST(k AS INT) AS k, w FROM skew_dim) d "
+        "ON b.k = d.k GROUP BY b.k)",
+        table="nullkeys",
+    ),
+    _scenario(
         "s6_no_skew",
         "S6: the same inner join without skew: the rule must not fire (ratio 1.0 within noise)",
         f"SELECT {AGGREGATES} FROM skew_uniform b JOIN skew_dim d ON b.k = d.k",
