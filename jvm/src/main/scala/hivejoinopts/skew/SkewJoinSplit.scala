@@ -744,9 +744,7 @@ case class SkewJoinSplit(session: SparkSession)
     val oSalted = Generate(Explode(If(isSkewed(oKeys), all, zero)), Nil, outer = false,
       None, Seq(oSalt), oPlan)
     val cond = And(j.condition.get, EqualTo(bSalt.toAttribute, oSalt))
-    val joined = if (bSide == LeftSide) done(j.copy(left = bSalted, right = oSalted, condition =
-      Some(cond))) else done(j.copy(left = oSalted, right = bSalted, condition = Some(cond)))
-    Project(j.output, joined)
+    Project(j.output, withInputs(j.copy(condition = Some(cond)), bSide, bSalted, oSalted))
   }
 
   /**
@@ -761,16 +759,15 @@ case class SkewJoinSplit(session: SparkSession)
       split: Option[(Side, SkewedKeys)],
       bypass: Seq[Side] = Nil): Union = {
     val u = Union(branches, byName = false, allowMissingCol = false)
+    // A side's key values come out of one branch only unless the other side is preserved: its
+    // unmatched rows carry NULL keys of this side in the shuffle branch.
+    def otherNotPreserved(side: Side) = !preservedSides(j.joinType).contains(side.other)
     for (JoinKeys(pairs, _) <- Some(j)) {
       val nullKeys = Some(bypass.map(keysOf(pairs, _, pairs.indices)))
       split match {
-        case Some((side, skew)) =>
-          tagSplit(u, keysOf(pairs, side, skew.keyIndexes), Some(skew),
-            !preservedSides(j.joinType).contains(side.other), nullKeys)
-        // A NULL key comes out of the NULL branch only, unless the other side is preserved:
-        // its unmatched rows carry NULL keys of the bypassed side in the shuffle branch.
-        case None => tagSplit(u, Nil, None,
-          bypass.forall(s => !preservedSides(j.joinType).contains(s.other)), nullKeys)
+        case Some((side, skew)) => tagSplit(u, keysOf(pairs, side, skew.keyIndexes), Some(skew),
+          otherNotPreserved(side), nullKeys)
+        case None => tagSplit(u, Nil, None, bypass.forall(otherNotPreserved), nullKeys)
       }
     }
     u
@@ -906,7 +903,7 @@ case class SkewJoinSplit(session: SparkSession)
             case None =>
               fired(candidate, "the NULL keys that bypass the join below bypass this one too",
                 nullNumbers: _*)
-              Some(Seq(withChild(j, side, u.rest)))
+              Some(Seq(withInputs(j, side, u.rest, if (side == LeftSide) j.right else j.left)))
           }
           joined.map {
             case Seq(only) if nulls.isEmpty => only
@@ -923,8 +920,10 @@ case class SkewJoinSplit(session: SparkSession)
     over(LeftSide).orElse(over(RightSide))
   }
 
-  private def withChild(j: Join, side: Side, child: LogicalPlan): Join =
-    done(if (side == LeftSide) j.copy(left = child) else j.copy(right = child))
+  /** `j` with `input` on its `side` and `other` on the other side, built by the rule. */
+  private def withInputs(j: Join, side: Side, input: LogicalPlan, other: LogicalPlan): Join =
+    done(if (side == LeftSide) j.copy(left = input, right = other)
+      else j.copy(left = other, right = input))
 
   /**
    * The shuffle and map-side branches of `j` over the split `u` on its `side` (`child`): None
@@ -952,15 +951,13 @@ case class SkewJoinSplit(session: SparkSession)
     val oKeys = keysOf(pairs, side.other, idx)
     if (unionNotExact(Seq(other), skew).isDefined) return None
     val oRest = Filter(SkewValues.notInKeys(oKeys, skew.values), other.plan)
-    val rest = if (side == LeftSide) done(j.copy(left = u.rest, right = oRest))
-      else done(j.copy(left = oRest, right = u.rest))
+    val rest = withInputs(j, side, u.rest, oRest)
     val (o, oMap) = fresh(other.plan)
     val toSkew = AttributeMap(child.output.zip(skewBranch.output)) ++ oMap
     val oSkew = Filter(SkewValues.inKeys(oKeys.map(remap(_, oMap)), skew.values), o)
     val cond = j.condition.map(remap(_, toSkew))
-    val mapSideJoin = if (side == LeftSide) {
-      done(Join(skewBranch, oSkew, j.joinType, cond, broadcastHint(RightSide)))
-    } else done(Join(oSkew, skewBranch, j.joinType, cond, broadcastHint(LeftSide)))
+    val mapSideJoin = withInputs(j.copy(condition = cond, hint = broadcastHint(side.other)),
+      side, skewBranch, oSkew)
     fired(candidate, s"follows the split of the join below on the same key: " +
       s"${skew.values.size} skewed key(s) stay map-side", Seq("source" -> skew.source,
       "form" -> "union", "otherSideSkewBytes" -> otherBytes) ++ nullNumbers: _*)
