@@ -2,8 +2,6 @@ package hivejoinopts.skew
 
 import java.util.Locale
 
-import scala.collection.mutable
-
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.{DeduplicateRelations, UnresolvedAttribute}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, CreateNamedStruct, ExprId, Expression, Literal, SubqueryExpression}
@@ -145,37 +143,47 @@ case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRul
       h: UnresolvedHint): (String, LogicalPlan, Seq[Expression]) = {
     val first = h.parameters.head
     val ident = name(first).getOrElse(fail(hint, s"${first.sql} is not a table name"))
-    val matches = mutable.ArrayBuffer.empty[SubqueryAlias]
-    def visit(p: LogicalPlan): Unit = p match {
-      case a: SubqueryAlias if matchesTail(ident, a.identifier.qualifier :+ a.identifier.name) =>
-        matches += a
-      case _: SubqueryAlias | _: View =>
-      case other => other.children.foreach(visit)
+    val inScope = scope(h.child)
+    def named(p: LogicalPlan): Boolean = p match {
+      case a: SubqueryAlias => matchesTail(ident, a.identifier.qualifier :+ a.identifier.name)
+      case _ => false
     }
-    visit(h.child)
-    matches.distinct.toList match {
-      case Seq(a) => (a.identifier.name, a, h.parameters.tail)
+    inScope.filter(named).distinct match {
+      case Seq(a: SubqueryAlias) => (a.identifier.name, a, h.parameters.tail)
       case Seq() if ident.size == 1 &&
           h.child.output.exists(o => session.sessionState.conf.resolver(o.name, ident.head)) =>
         // DataFrame form: df.hint("skew", "c", ...) names the columns of the DataFrame itself.
         ("the DataFrame", h.child, h.parameters)
       case Seq() =>
-        fail(hint, s"no table or alias named '${ident.mkString(".")}' in the query " +
-          s"(tables and aliases: ${aliases(h.child).mkString(", ")})")
+        val names = inScope.collect { case a: SubqueryAlias => a.identifier.name }.distinct
+        val enclosing = inScope.collect { case a: SubqueryAlias if a.child.exists(named) => a }
+        val problem = enclosing.headOption match {
+          case Some(outer) =>
+            // As Spark's join hints, a hint sees the relations of its own query block only.
+            s"'${ident.mkString(".")}' is read inside '${outer.identifier.name}', and a hint " +
+              "names a table or alias of its own query block; name " +
+              s"'${outer.identifier.name}' instead (tables and aliases: ${names.mkString(", ")})"
+          case None =>
+            s"no table or alias named '${ident.mkString(".")}' in the query " +
+              s"(tables and aliases: ${names.mkString(", ")})"
+        }
+        fail(hint, problem)
       case several =>
         fail(hint, s"'${ident.mkString(".")}' names ${several.size} relations of the query; " +
           "use an alias that names one")
     }
   }
 
+  /** The relations a hint above `plan` can name: those outside nested query blocks. */
+  private def scope(plan: LogicalPlan): Seq[LogicalPlan] = plan match {
+    case _: SubqueryAlias | _: View => Seq(plan)
+    case other => other.children.flatMap(scope)
+  }
+
   private def matchesTail(hint: Seq[String], ident: Seq[String]): Boolean =
     hint.length <= ident.length && hint.zip(ident.takeRight(hint.length)).forall {
       case (a, b) => session.sessionState.conf.resolver(a, b)
     }
-
-  private def aliases(plan: LogicalPlan): Seq[String] = plan.collect {
-    case a: SubqueryAlias => a.identifier.name
-  }.distinct
 
   private def columnsOf(
       hint: String,

@@ -100,6 +100,19 @@ class ResolveSkewHintSuite extends SkewJoinTestBase {
     assert(message.contains("big") && message.contains("small"), message)
   }
 
+  test("a table read inside a subquery: the error names the subquery's alias to use") {
+    val inner = "SELECT /*+ SKEW('big', 'k', 7) */ * FROM (SELECT * FROM big WHERE v > 3) b " +
+      "JOIN small ON b.k = small.k"
+    val message = analysisError(inner)
+    assert(message.contains("'big' is read inside 'b'"), message)
+    assert(message.contains("name 'b' instead (tables and aliases: b, small)"), message)
+    val fixed = inner.replace("SKEW('big'", "SKEW('b'")
+    withHintsOnly {
+      assert(hintedKeys(fixed) == Some("hint" -> "7"))
+      checkSameAnswer(sql(fixed))
+    }
+  }
+
   test("an unknown column fails at analysis, naming the column and the table's columns") {
     val message = analysisError("SELECT /*+ SKEW('big', 'kk', 7) */ * FROM big JOIN small ON big.k = small.k")
     assert(message.contains("big has no column 'kk' (columns: k, k2, v)"), message)
