@@ -10,7 +10,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.catalog.{CatalogTable, HiveTableRelation}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, Descending, Expression, If, IsNotNull, IsNull, Literal, Or, SortOrder}
 import org.apache.spark.sql.catalyst.expressions.aggregate.Count
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, CollectMetrics, Filter, LeafNode, Limit, LogicalPlan, Project, Sample, Sort}
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, CollectMetrics, Filter, LeafNode, Limit, LogicalPlan, Project, RepartitionByExpression, Sample, Sort}
 import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation, PartitioningAwareFileIndex}
 import org.apache.spark.sql.types.LongType
@@ -59,6 +59,8 @@ object SkewDetection extends Logging {
   private val MetricsName = "hiveJoinOpts.keySample"
   private val Seed = 0x5EEDL
   private val MaxCached = 256
+  // Sampled rows each task of the sample's count gets (see countPartitions).
+  private val RowsPerCountTask = 250000L
 
   private val cache = new java.util.LinkedHashMap[AnyRef, KeySample](64, 0.75f, true) {
     override def removeEldestEntry(e: java.util.Map.Entry[AnyRef, KeySample]): Boolean =
@@ -128,7 +130,9 @@ object SkewDetection extends Logging {
       .catalyst.expressions.And), counted)
     val kept = restrictTo.map(v => Filter(SkewValues.inKeys(keyAttrs, v), nonNull)).getOrElse(nonNull)
     val count = Alias(Count(Literal(1)).toAggregateExpression(), "c")()
-    val grouped = Aggregate(keyAttrs, keyAttrs :+ count, kept)
+    val partitioned = RepartitionByExpression(keyAttrs, kept,
+      Some(countPartitions(rows * fraction, session.sessionState.conf.numShufflePartitions)))
+    val grouped = Aggregate(keyAttrs, keyAttrs :+ count, partitioned)
     val top = Limit(Literal(topN), Sort(
       Seq(SortOrder(grouped.output.last, Descending)) ++ grouped.output.init.map(SortOrder(_,
         Ascending)), global = true, grouped))
@@ -151,6 +155,15 @@ object SkewDetection extends Logging {
         Left(s"sampling failed: ${e.getMessage}")
     }
   }
+
+  /**
+   * Tasks that count the sample's keys: one per RowsPerCountTask expected rows, at most the
+   * session's shuffle partitions. The sample holds about skewJoin.detection.sampleRows rows, and
+   * counting them in the session's hundreds of shuffle partitions costs more in task overhead
+   * than the counting itself.
+   */
+  private[skew] def countPartitions(expectedRows: Double, shufflePartitions: Int): Int =
+    math.max(1, math.min(shufflePartitions, math.ceil(expectedRows / RowsPerCountTask).toInt))
 
   /** A fingerprint of the data under `relation`, or None when it cannot be told cheaply. */
   private def tableVersion(relation: LeafNode): Option[String] = relation match {

@@ -1,7 +1,15 @@
 package hivejoinopts.skew
 
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart, SparkListenerStageCompleted, StageInfo}
+import org.scalatest.concurrent.Eventually.eventually
+import org.scalatest.concurrent.PatienceConfiguration.Timeout
+import org.scalatest.time.{Seconds, Span}
+
 import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf}
 import hivejoinopts.log.DecisionLog
+import hivejoinopts.rules.InternalQuery
 
 class SkewDetectionSuite extends SkewJoinTestBase {
 
@@ -32,6 +40,40 @@ class SkewDetectionSuite extends SkewJoinTestBase {
       val sample = sampleOfBig().toOption.get
       assert(sample.fraction < 1.0, sample)
       assert(sample.sampledRows < 3000, sample)
+    }
+  }
+
+  /** Tasks of each stage that reads shuffle data in the jobs of internal queries during `f`. */
+  private def internalReduceTasks(f: => Unit): Seq[Int] = {
+    val internalStages = java.util.concurrent.ConcurrentHashMap.newKeySet[Int]()
+    val completed = new java.util.concurrent.ConcurrentHashMap[Int, StageInfo]()
+    val listener = new SparkListener {
+      override def onJobStart(job: SparkListenerJobStart): Unit =
+        if (job.properties != null && job.properties.getProperty(InternalQuery.Property) != null) {
+          job.stageIds.foreach(internalStages.add)
+        }
+      override def onStageCompleted(stage: SparkListenerStageCompleted): Unit =
+        completed.put(stage.stageInfo.stageId, stage.stageInfo)
+    }
+    spark.sparkContext.addSparkListener(listener)
+    try {
+      f
+      // Listener events arrive asynchronously: wait for the internal stages' completions.
+      eventually(Timeout(Span(30, Seconds))) {
+        assert(!internalStages.isEmpty && internalStages.asScala.forall(completed.containsKey))
+      }
+    } finally spark.sparkContext.removeSparkListener(listener)
+    internalStages.asScala.toSeq.map(completed.get).filter(_.parentIds.nonEmpty).map(_.numTasks)
+  }
+
+  test("the sample's keys are counted in a few tasks, not the session's shuffle partitions") {
+    assert(SkewDetection.countPartitions(3000, 200) == 1)
+    assert(SkewDetection.countPartitions(1000000, 200) == 4)
+    assert(SkewDetection.countPartitions(1e9, 200) == 200)
+    assert(SkewDetection.countPartitions(1e9, 8) == 8)
+    withSkewConf("spark.sql.shuffle.partitions" -> "200", "spark.sql.adaptive.enabled" -> "false") {
+      val tasks = internalReduceTasks(assert(sampleOfBig().isRight))
+      assert(tasks.nonEmpty && tasks.forall(_ == 1), tasks)
     }
   }
 
