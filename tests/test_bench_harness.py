@@ -156,3 +156,16 @@ def test_warm_up_rounds_are_run_but_not_timed(monkeypatch):
     assert order == [spark, ext, ext, spark, spark, ext, ext, spark, spark, ext]
     assert [r.wall_ms for r in result.spark_runs] == [800, 900]
     assert [r.wall_ms for r in result.extension_runs] == [700, 1000]
+
+
+def test_sampling_time_counts_the_samples_not_taken_from_the_cache():
+    from hive_join_opts._session import Decision
+    from hive_join_opts.bench.harness import sample_ms
+
+    both = Decision("SkewJoinSplit", "join", "fired", "", {
+        "sampleMs(left)": "1500", "sampleCached(left)": "false",
+        "sampleMs(right)": "400", "sampleCached(right)": "true"})
+    other = Decision("SkewJoinSplit", "join 2", "skipped", "", {
+        "sampleMs(right)": "250", "sampleCached(right)": "false"})
+    assert sample_ms([both, other]) == 1750
+    assert sample_ms([Decision("SkewJoinSplit", "join", "skipped", "", {})]) == 0

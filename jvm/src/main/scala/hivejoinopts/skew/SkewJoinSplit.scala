@@ -222,7 +222,7 @@ case class SkewJoinSplit(session: SparkSession)
             sample.share(c) >= minFraction && sample.rowsOf(c) >= minRows
           }.take(maxKeys)
           val keys = if (heavy.isEmpty) None else Some(SkewedKeys(indexes, heavy.map(_._1),
-            source, Some(heavy.map(h => sample.share(h._2)).sum), sample.numbers))
+            source, Some(heavy.map(h => sample.share(h._2)).sum), Nil))
           val note = if (heavy.nonEmpty) Nil else Seq(s"${input.side}: heaviest key holds " +
             f"${sample.top.headOption.map(t => sample.share(t._2)).getOrElse(0.0) * 100}%.2f%% " +
             f"of ${sample.sampledRows} sampled rows (skewed from ${minFraction * 100}%.2f%%)")
@@ -247,15 +247,15 @@ case class SkewJoinSplit(session: SparkSession)
     val found: Map[Side, Found] = Map(LeftSide -> find(left), RightSide -> find(right))
     val bypass = nullBypassSides(j, pairs, found)
     val big = chooseBigSide(found)
-    val numbers: Seq[(String, Any)] = Seq("leftBytes" -> left.bytes, "rightBytes" -> right.bytes)
+    val numbers: Seq[(String, Any)] = Seq("leftBytes" -> left.bytes, "rightBytes" -> right.bytes) ++
+      sampleNumbers(found)
     val notes = found.values.flatMap(_.notes).toSeq
     // The NULL branch reads a bypassed side a second time, as the union form does.
     lazy val bypassNotCopyable = bypass.flatMap(s =>
       cannotCopy((if (s == LeftSide) left else right).plan, "the NULL branch")).headOption
     (big, bypass) match {
       case (None, Seq()) =>
-        skipped(candidate, ("no skewed keys" +: notes).mkString("; "),
-          numbers ++ found.values.flatMap(_.sample.map(_.numbers)).flatten: _*)
+        skipped(candidate, ("no skewed keys" +: notes).mkString("; "), numbers: _*)
         None
       case (None, sides) if bypassNotCopyable.isDefined =>
         skipped(candidate, s"NULL keys of the ${sides.mkString(" and ")} side are skewed, but " +
@@ -285,6 +285,12 @@ case class SkewJoinSplit(session: SparkSession)
       s"Spark broadcasts the ${which.side} side whole (${which.bytes} bytes): no shuffle to skew"
     }
   }
+
+  /** What sampling each side cost, for the decision log: sampleMs(left), sampledRows(left), ... */
+  private def sampleNumbers(found: Map[Side, Found]): Seq[(String, Any)] =
+    Seq(LeftSide, RightSide).flatMap { side =>
+      found(side).sample.toSeq.flatMap(_.numbers.map { case (k, v) => s"$k($side)" -> v })
+    }
 
   private def share(f: Found): String =
     f.sample.map(s => f"${s.nullShare * 100}%.1f%%").getOrElse("?")
@@ -358,7 +364,7 @@ case class SkewJoinSplit(session: SparkSession)
       reread.map(r => "unionRereadsBigSide" -> f"${r * 100}%.1f%% (row-group statistics)").toSeq ++
       (if (dropped > 0) Seq("keysLeftToShuffle" -> dropped) else Nil) ++
       (if (bypass.nonEmpty) Seq("nullBypass" -> bypass.mkString(",")) else Nil) ++
-      (skew.numbers ++ found.sample.map(_.numbers).getOrElse(Nil)).distinct
+      skew.numbers
     val files = new BranchFiles
     val rewritten = form match {
       case "salted" => salted(j, pairs, b.side, skew, buckets, saltNulls = bypass.contains(b.side))

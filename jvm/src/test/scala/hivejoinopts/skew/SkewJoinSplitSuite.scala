@@ -755,8 +755,8 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     withSkewConf() {
       val d = fired(sql(select("INNER", "big.k = small.k"))).head
       val numbers = d.numbers.toMap
-      for (key <- Seq("source", "keys", "keyShare", "form", "sampledRows", "sampleMs",
-          "otherSideSkewBytes", "leftBytes", "rightBytes")) {
+      for (key <- Seq("source", "keys", "keyShare", "form", "sampledRows(left)", "sampleMs(left)",
+          "sampleCached(left)", "otherSideSkewBytes", "leftBytes", "rightBytes")) {
         assert(numbers.contains(key), s"$key missing from $numbers")
       }
       assert(numbers("source") == "detection")
