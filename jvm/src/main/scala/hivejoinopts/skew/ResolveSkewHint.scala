@@ -2,6 +2,8 @@ package hivejoinopts.skew
 
 import java.util.Locale
 
+import scala.collection.mutable
+
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.{DeduplicateRelations, UnresolvedAttribute}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, CreateNamedStruct, ExprId, Expression, Literal, SubqueryExpression}
@@ -71,7 +73,9 @@ object SkewHints {
  *
  * An unknown table or column, or a value that is not a constant of the column's type, fails the
  * query at analysis with a message that names the hint, the column and its type. A hint that no
- * join of the query uses is dropped with a warning in the log and the decision log.
+ * join of the query uses is dropped with a warning in the log and the decision log; at the top
+ * of a query, the warning says that a join made later with the DataFrame API may still use it
+ * (a DataFrame is analyzed before it is joined).
  */
 case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRule {
 
@@ -80,11 +84,36 @@ case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRul
 
   override protected def rewrite(plan: LogicalPlan): LogicalPlan =
     if (!plan.containsPattern(UNRESOLVED_HINT)) plan
-    else plan.transformUpWithNewOutput {
-      case h: UnresolvedHint if isSkew(h) && h.child.resolved =>
-        val child = resolve(h)
-        child -> h.child.output.zip(child.output)
+    else {
+      // Each hint resolved, and whether it tops the plan (then a DataFrame may join it later).
+      val registered = mutable.ArrayBuffer.empty[(HintedSkew, Boolean)]
+      val result = plan.transformUpWithNewOutput {
+        case h: UnresolvedHint if isSkew(h) && h.child.resolved =>
+          val (child, hinted) = resolve(h)
+          registered += hinted -> (h eq plan)
+          child -> h.child.output.zip(child.output)
+      }
+      // A hint in a subquery may name a table that the enclosing query joins, so whether a join
+      // uses it is told on the whole plan, once that is resolved.
+      if (result.resolved) registered.foreach { case (h, atTop) =>
+        if (!usedByJoin(result, hintedIds(h))) warnUnused(h, atTop)
+      }
+      result
     }
+
+  private def warnUnused(h: HintedSkew, atTop: Boolean): Unit = {
+    val what = h.columns.map(_.map(c => s"${h.relation}.${c.name}").mkString(", "))
+      .getOrElse(h.relation)
+    val reason = if (atTop) {
+      s"no join of the query has $what as a join key yet; the hint applies to a join that " +
+        "uses this query as a DataFrame later, and is otherwise ignored"
+    } else s"no join of the query has $what as a join key; the hint is ignored"
+    logWarning(s"SKEW hint ${h.hint}: $reason")
+    skipped(s"SKEW hint ${h.hint}", reason)
+  }
+
+  private def hintedIds(h: HintedSkew): Set[ExprId] =
+    h.columns.getOrElse(h.relationOutput).map(_.exprId).toSet
 
   private def isSkew(h: UnresolvedHint): Boolean = SkewHintNames.isSkew(h)
 
@@ -103,8 +132,8 @@ case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRul
     case _ => None
   }
 
-  /** The hint's child, the relation it names renewed, with the hint registered. */
-  private def resolve(h: UnresolvedHint): LogicalPlan = {
+  /** The hint's child, the relation it names renewed, and the hint, registered. */
+  private def resolve(h: UnresolvedHint): (LogicalPlan, HintedSkew) = {
     val hint = text(h)
     if (h.parameters.isEmpty) fail(hint, "name the skewed table: SKEW('t'), SKEW('t', 'c'), ...")
     val (relation, named, rest) = findRelation(hint, h)
@@ -121,13 +150,7 @@ case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRul
     val hinted = HintedSkew(hint, relation, output, columns, values)
     SkewHints.register(hinted, (columns.getOrElse(output) ++ aliasSources(child, columns
       .getOrElse(output))).map(_.exprId))
-    if (!usedByJoin(child, columns.getOrElse(output).map(_.exprId).toSet)) {
-      val what = columns.map(_.map(c => s"$relation.${c.name}").mkString(", ")).getOrElse(relation)
-      val reason = s"no join of the query has $what as a join key; the hint is ignored"
-      logWarning(s"SKEW hint $hint: $reason")
-      skipped(s"SKEW hint $hint", reason)
-    }
-    child
+    child -> hinted
   }
 
   /**

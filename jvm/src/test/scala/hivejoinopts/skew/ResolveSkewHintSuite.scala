@@ -1,6 +1,6 @@
 package hivejoinopts.skew
 
-import org.apache.spark.sql.AnalysisException
+import org.apache.spark.sql.{AnalysisException, DataFrame}
 
 import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf}
 
@@ -134,11 +134,37 @@ class ResolveSkewHintSuite extends SkewJoinTestBase {
   }
 
   test("a hint no join uses: a warning and a decision, and the query runs") {
-    val df = sql("SELECT /*+ SKEW('big', 'k', 7) */ * FROM big WHERE v < 5")
-    val decisions = HiveJoinOpts.explain(df).decisions.filter(_.rule == "ResolveSkewHint")
-    assert(decisions.size == 1 && !decisions.head.fired, decisions)
-    assert(decisions.head.reason.contains("no join of the query has big.k as a join key"))
-    assert(df.count() == 5)
+    def reasons(df: DataFrame) = {
+      val d = HiveJoinOpts.explain(df).decisions.filter(_.rule == "ResolveSkewHint")
+      assert(d.forall(!_.fired), d)
+      d.map(_.reason)
+    }
+    val nested = sql("SELECT count(*) FROM (SELECT /*+ SKEW('big', 'k', 7) */ * FROM big " +
+      "WHERE v < 5) b")
+    assert(reasons(nested) == Seq("no join of the query has big.k as a join key; the hint is " +
+      "ignored"))
+    assert(nested.head().getLong(0) == 5)
+    // At the top of the query, a DataFrame join may still use it.
+    val top = sql("SELECT /*+ SKEW('big', 'k', 7) */ * FROM big WHERE v < 5")
+    val Seq(reason) = reasons(top)
+    assert(reason.startsWith("no join of the query has big.k as a join key yet"), reason)
+    assert(top.count() == 5)
+    withHintsOnly {
+      val joined = top.join(spark.table("small"), "k")
+      assert(fired(joined).map(_.numbers.toMap.apply("source")) == Seq("hint"))
+      checkSameAnswer(joined)
+    }
+  }
+
+  test("a hint inside a subquery whose table the enclosing query joins: used, no warning") {
+    withHintsOnly {
+      val query = "SELECT count(*) FROM (SELECT /*+ SKEW('big', 'k', 7) */ * FROM big) b " +
+        "JOIN small ON b.k = small.k"
+      val df = sql(query)
+      assert(decisions(df, "ResolveSkewHint").isEmpty, decisions(df, "ResolveSkewHint"))
+      assert(hintedKeys(query) == Some("hint" -> "7"))
+      checkSameAnswer(sql(query))
+    }
   }
 
   test("with the hint's flag off, Spark drops the hint as an unknown one") {
