@@ -3,6 +3,7 @@ strict mode on so that a rule that throws fails the test instead of falling back
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -24,6 +25,22 @@ def spark():
     session.conf.set("spark.sql.shuffle.partitions", "4")
     yield session
     session.stop()
+
+
+@contextlib.contextmanager
+def spark_conf(spark, settings: dict[str, str]):
+    """`settings` set on the session for the block, then the earlier values back."""
+    old = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 def run_python(code: str, *args: str, env: dict | None = None, timeout: float | None = None):

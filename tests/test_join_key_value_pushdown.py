@@ -4,7 +4,6 @@ off, and the pruning visible in the executed plan and the decision log."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import textwrap
@@ -15,7 +14,7 @@ from chispa import assert_df_equality
 import hive_join_opts
 from hive_join_opts._flags import to_conf
 
-from conftest import run_python
+from conftest import run_python, spark_conf
 
 RULE = "JoinKeyValuePushdown"
 FACT_ROWS = 20000
@@ -25,21 +24,6 @@ STAR_QUERY = (
     "SELECT dim.c, count(*) AS n, sum(v) AS s FROM fact JOIN dim ON fact.k = dim.k "
     "WHERE dim.c = 3 GROUP BY dim.c"
 )
-
-
-@contextlib.contextmanager
-def conf(spark, settings: dict[str, str]):
-    old = {k: spark.conf.get(k, None) for k in settings}
-    for k, v in settings.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def star(spark, folder, fmt: str, key_type: str = "int", partitioned: bool = False) -> None:
@@ -63,7 +47,7 @@ def star(spark, folder, fmt: str, key_type: str = "int", partitioned: bool = Fal
 
 def answer_off_equals_on(spark, query: str):
     """Asserts the same rows with the extension off and on; returns the executed plan (on)."""
-    with conf(spark, {"spark.sql.hiveJoinOpts.enabled": "false"}):
+    with spark_conf(spark, {"spark.sql.hiveJoinOpts.enabled": "false"}):
         off = spark.sql(query)
         expected = spark.createDataFrame(off.collect(), off.schema)
     on = spark.sql(query)
@@ -80,7 +64,7 @@ def rule_decisions(spark, query: str):
 @pytest.mark.parametrize("key_type", ["int", "bigint", "string", "date", "decimal(10,2)"])
 def test_keys_become_pushed_filters_of_the_big_scan(spark, tmp_path, fmt, key_type):
     star(spark, tmp_path, fmt, key_type)
-    with conf(spark, SMALL_DATA):
+    with spark_conf(spark, SMALL_DATA):
         plan = answer_off_equals_on(spark, STAR_QUERY)
         (d,) = rule_decisions(spark, STAR_QUERY)
         if (fmt, key_type) == ("orc", "string"):
@@ -92,7 +76,7 @@ def test_keys_become_pushed_filters_of_the_big_scan(spark, tmp_path, fmt, key_ty
         assert "In(k," in plan, plan
         assert d.fired, d
         assert d.numbers["values(fact.k)"] == "10", d
-    with conf(spark, dict(SMALL_DATA, **{"spark.sql.hiveJoinOpts.enabled": "false"})):
+    with spark_conf(spark, dict(SMALL_DATA, **{"spark.sql.hiveJoinOpts.enabled": "false"})):
         assert "In(k," not in spark.sql(STAR_QUERY)._jdf.queryExecution().executedPlan().toString()
 
 
@@ -105,23 +89,23 @@ def test_parquet_files_that_hold_no_value_are_dropped_from_the_scan(spark, tmp_p
     def fact_files(df) -> int:
         return sum("/fact/" in f for f in df.inputFiles())
 
-    with conf(spark, SMALL_DATA):
+    with spark_conf(spark, SMALL_DATA):
         answer_off_equals_on(spark, query)
         assert fact_files(spark.sql(query)) == 1
         (d,) = rule_decisions(spark, query)
         assert d.numbers["skippedFiles(fact.k)"].startswith("3 of 4 files"), d
     no_skipping = to_conf({"map_join_pruning_big_side_skip_files_max_files": 0})
-    with conf(spark, dict(SMALL_DATA, **no_skipping)):
+    with spark_conf(spark, dict(SMALL_DATA, **no_skipping)):
         assert fact_files(spark.sql(query)) == 4
         answer_off_equals_on(spark, query)
-    with conf(spark, {"spark.sql.hiveJoinOpts.enabled": "false"}):
+    with spark_conf(spark, {"spark.sql.hiveJoinOpts.enabled": "false"}):
         assert fact_files(spark.sql(query)) == 4
 
 
 def test_partitioned_shuffle_join_reads_only_matching_partitions(spark, tmp_path):
     star(spark, tmp_path, "parquet", partitioned=True)
     settings = dict(SMALL_DATA, **{"spark.sql.autoBroadcastJoinThreshold": "-1"})
-    with conf(spark, settings):
+    with spark_conf(spark, settings):
         df = spark.sql(STAR_QUERY)
         df.collect()
         plan = df._jdf.queryExecution().executedPlan().toString()
@@ -135,7 +119,7 @@ def test_preserved_side_of_an_outer_join_is_never_pruned(spark, tmp_path):
     star(spark, tmp_path, "parquet")
     query = ("SELECT fact.k, v, d.c FROM fact LEFT JOIN (SELECT * FROM dim WHERE c = 3) d "
              "ON fact.k = d.k")
-    with conf(spark, SMALL_DATA):
+    with spark_conf(spark, SMALL_DATA):
         plan = answer_off_equals_on(spark, query)
         assert "In(k," not in plan, plan
         assert all(not d.fired for d in rule_decisions(spark, query))
@@ -143,7 +127,7 @@ def test_preserved_side_of_an_outer_join_is_never_pruned(spark, tmp_path):
 
 def test_bounds_exceeded_steps_aside_with_the_reason(spark, tmp_path):
     star(spark, tmp_path, "parquet")
-    with conf(spark, dict(SMALL_DATA, **to_conf({"map_join_pruning_small_side_max_rows": 5}))):
+    with spark_conf(spark, dict(SMALL_DATA, **to_conf({"map_join_pruning_small_side_max_rows": 5}))):
         (d,) = rule_decisions(spark, STAR_QUERY)
         assert not d.fired and "more than 5 rows" in d.reason, d
         answer_off_equals_on(spark, STAR_QUERY)
@@ -151,7 +135,7 @@ def test_bounds_exceeded_steps_aside_with_the_reason(spark, tmp_path):
 
 def test_unsupported_source_steps_aside_with_the_reason(spark, tmp_path):
     star(spark, tmp_path, "json")
-    with conf(spark, SMALL_DATA):
+    with spark_conf(spark, SMALL_DATA):
         (d,) = rule_decisions(spark, STAR_QUERY)
         assert not d.fired and "read as JSON" in d.reason, d
         answer_off_equals_on(spark, STAR_QUERY)
@@ -161,7 +145,7 @@ def test_the_rule_keyword_of_configure_switches_it_off(spark, tmp_path):
     key = to_conf({"map_join_pruning_join_key_value_pushdown": False})
     assert key == {"spark.sql.hiveJoinOpts.mapJoinPruning.joinKeyValuePushdown.enabled": "false"}
     star(spark, tmp_path, "parquet")
-    with conf(spark, dict(SMALL_DATA, **key)):
+    with spark_conf(spark, dict(SMALL_DATA, **key)):
         assert rule_decisions(spark, STAR_QUERY) == []
 
 

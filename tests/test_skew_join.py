@@ -7,6 +7,8 @@ from chispa import assert_df_equality
 
 import hive_join_opts
 
+from conftest import spark_conf
+
 SKEW = "spark.sql.hiveJoinOpts.skewJoin."
 
 
@@ -19,17 +21,13 @@ def skewed(spark, tmp_path_factory):
     spark.range(0, 1000).selectExpr("id AS k", "id * 2 AS w").write.parquet(str(folder / "dims"))
     spark.read.parquet(str(folder / "facts")).createOrReplaceTempView("facts")
     spark.read.parquet(str(folder / "dims")).createOrReplaceTempView("dims")
-    conf = {
+    with spark_conf(spark, {
         "spark.sql.autoBroadcastJoinThreshold": "-1",
         SKEW + "detection.minInputBytes": "0",
         SKEW + "detection.minKeyRows": "10",
         SKEW + "detection.minKeyFraction": "0.1",
-    }
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    yield spark
-    for key in conf:
-        spark.conf.unset(key)
+    }):
+        yield spark
 
 
 def _both(spark, query):

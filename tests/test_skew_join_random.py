@@ -17,6 +17,8 @@ import pytest
 import hive_join_opts
 from hive_join_opts._compare import difference, rows_equal
 
+from conftest import spark_conf
+
 SKEW = "spark.sql.hiveJoinOpts.skewJoin."
 CASES = 24
 
@@ -39,17 +41,15 @@ KEEPS_LEFT_ONLY = ("LEFT SEMI", "LEFT ANTI")
 
 @pytest.fixture(scope="module")
 def lowered(spark):
-    conf = {
+    # The cases set the form; it is restored with the rest.
+    with spark_conf(spark, {
         "spark.sql.autoBroadcastJoinThreshold": "-1",
         SKEW + "detection.minInputBytes": "0",
         SKEW + "detection.minKeyRows": "5",
         SKEW + "detection.minKeyFraction": "0.1",
-    }
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    yield spark
-    for key in [*conf, SKEW + "form"]:
-        spark.conf.unset(key)
+        SKEW + "form": "auto",
+    }):
+        yield spark
 
 
 def _table(spark, rnd, path, name, key_type, heavy, heavy_share, null_share, clustered):
