@@ -26,7 +26,11 @@ final case class HintedSkew(
     relation: String,
     relationOutput: Seq[Attribute],
     columns: Option[Seq[Attribute]],
-    values: Option[Seq[Seq[Any]]])
+    values: Option[Seq[Seq[Any]]]) {
+
+  /** The columns the hint is about: those it names, else all of the relation's. */
+  def hintedColumns: Seq[Attribute] = columns.getOrElse(relationOutput)
+}
 
 /**
  * The SKEW hints of recent queries, by the expression ids of the columns they name. Expression
@@ -96,7 +100,7 @@ case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRul
       // A hint in a subquery may name a table that the enclosing query joins, so whether a join
       // uses it is told on the whole plan, once that is resolved.
       if (result.resolved) registered.foreach { case (h, atTop) =>
-        if (!usedByJoin(result, hintedIds(h))) warnUnused(h, atTop)
+        if (!usedByJoin(result, h.hintedColumns.map(_.exprId).toSet)) warnUnused(h, atTop)
       }
       result
     }
@@ -111,9 +115,6 @@ case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRul
     logWarning(s"SKEW hint ${h.hint}: $reason")
     skipped(s"SKEW hint ${h.hint}", reason)
   }
-
-  private def hintedIds(h: HintedSkew): Set[ExprId] =
-    h.columns.getOrElse(h.relationOutput).map(_.exprId).toSet
 
   private def isSkew(h: UnresolvedHint): Boolean = SkewHintNames.isSkew(h)
 
@@ -148,8 +149,8 @@ case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRul
       if (given.isEmpty) None else Some(castValues(hint, relation, cols, given))
     }
     val hinted = HintedSkew(hint, relation, output, columns, values)
-    SkewHints.register(hinted, (columns.getOrElse(output) ++ aliasSources(child, columns
-      .getOrElse(output))).map(_.exprId))
+    SkewHints.register(hinted,
+      (hinted.hintedColumns ++ aliasSources(child, hinted.hintedColumns)).map(_.exprId))
     child -> hinted
   }
 
