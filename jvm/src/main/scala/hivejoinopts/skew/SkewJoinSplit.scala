@@ -6,12 +6,12 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.DeduplicateRelations
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeMap, AttributeReference, Cast, Coalesce, EqualTo, Explode, Expression, If, Literal, Murmur3Hash, NamedExpression, Or, Pmod, SubqueryExpression}
-import org.apache.spark.sql.catalyst.optimizer.JoinSelectionHelper
+import org.apache.spark.sql.catalyst.optimizer.{JoinSelectionHelper, RewritePredicateSubquery}
 import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
-import org.apache.spark.sql.catalyst.trees.TreePattern.JOIN
+import org.apache.spark.sql.catalyst.trees.TreePattern.{EXISTS_SUBQUERY, JOIN, LIST_SUBQUERY}
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
@@ -80,6 +80,11 @@ import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, Jo
  * it is computed in each branch (`skewJoin.aggregateInBranches.enabled`), where the shuffle
  * branch's rows are already partitioned by the key.
  *
+ * `x IN (SELECT ...)` and `[NOT] EXISTS (SELECT ... WHERE correlated)` in a filter are the semi
+ * and anti joins Spark turns them into (later, in its RewriteSubquery batch): the rule turns
+ * them into those joins itself and keeps that only when it splits one. `NOT IN` is a NULL-aware
+ * anti join, which has no equi-join keys.
+ *
  * The rule must not fire, and says why in the decision log, when: the join has no equi-join
  * keys, is not inner/outer/semi/anti, or has a non-deterministic condition; Spark broadcasts a
  * side whole anyway (by hint or by size, unless a shuffle join hint such as MERGE rules the
@@ -97,11 +102,37 @@ case class SkewJoinSplit(session: SparkSession)
   override def flag: Flag[Boolean] = HiveJoinOptsConf.SKEW_JOIN_SPLIT_ENABLED
 
   override protected def rewrite(plan: LogicalPlan): LogicalPlan =
-    plan.transformUpWithPruning(_.containsPattern(JOIN)) {
+    plan.transformUpWithPruning(_.containsAnyPattern(JOIN, LIST_SUBQUERY, EXISTS_SUBQUERY)) {
       case j: Join if j.getTagValue(Done).isEmpty => split(j).getOrElse(j)
+      case f: Filter if SubqueryExpression.hasInOrCorrelatedExistsSubquery(f.condition) =>
+        splitSubqueryJoins(f).getOrElse(f)
       case a: Aggregate if SKEW_JOIN_AGGREGATE_IN_BRANCHES_ENABLED(conf) =>
         aggregateInBranches(a).getOrElse(a)
     }
+
+  /**
+   * `IN (subquery)` and `[NOT] EXISTS (correlated subquery)` become left semi and anti joins
+   * only after this rule (in Spark's RewriteSubquery batch). The filter is rewritten into those
+   * joins as Spark would, and kept so only when one of them is split. A `NOT IN` becomes a
+   * NULL-aware anti join, which has no equi-join keys and is left alone.
+   */
+  private def splitSubqueryJoins(f: Filter): Option[LogicalPlan] = {
+    // The child, already visited, stands aside so that only this filter's subqueries change.
+    val placeholder = LocalRelation(f.child.output)
+    val rewritten = RewritePredicateSubquery(f.withNewChildren(Seq(placeholder)))
+    rewritten.foreach {
+      case j: Join if j.joinType == LeftSemi || j.joinType == LeftAnti =>
+        j.setTagValue(FromSubquery, ())
+      case _ =>
+    }
+    val joins = rewritten.transformUp { case leaf if leaf eq placeholder => f.child }
+    val result = joins.transformUp {
+      case j: Join if j.getTagValue(FromSubquery).isDefined && j.getTagValue(Done).isEmpty =>
+        split(j).getOrElse(j)
+    }
+    result.foreach(_.unsetTagValue(FromSubquery))
+    if (result eq joins) None else Some(result)
+  }
 
   private def split(j: Join): Option[LogicalPlan] = {
     val candidate = Candidates.join(j)
@@ -1058,6 +1089,9 @@ object SkewJoinSplit {
   }
   case object LeftSide extends Side("left") { def other: Side = RightSide }
   case object RightSide extends Side("right") { def other: Side = LeftSide }
+
+  /** Semi and anti joins the rule made of IN and EXISTS subqueries, while it tries to split them. */
+  private val FromSubquery: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.skewJoinSplit.subquery")
 
   /** Joins the rule built; never rewritten again. */
   val Done: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.skewJoinSplit.done")

@@ -59,6 +59,37 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  for ((what, query) <- Seq(
+      "IN" -> "SELECT * FROM small WHERE k IN (SELECT k FROM big WHERE v >= 0)",
+      "IN of the big side" -> "SELECT * FROM big WHERE k IN (SELECT k FROM small) AND v % 2 = 0",
+      "EXISTS" -> "SELECT * FROM small WHERE EXISTS (SELECT 1 FROM big WHERE big.k = small.k)",
+      "NOT EXISTS" -> "SELECT * FROM small WHERE NOT EXISTS (SELECT 1 FROM big WHERE big.k = small.k)")) {
+    test(s"$what subquery: split as the semi or anti join it becomes, same rows") {
+      withSkewConf() {
+        checkSameAnswer(sql(query))
+        val df = sql(query)
+        assert(fired(df).size == 1, decisions(df))
+        assert(splitUnions(df) == 1, df.queryExecution.optimizedPlan)
+      }
+    }
+  }
+
+  test("a subquery the rule does not split stays a subquery for Spark to rewrite") {
+    withSkewConf() {
+      val noSkew = "SELECT * FROM small WHERE k IN (SELECT k FROM small WHERE w < 100)"
+      // The semi join's map-side branch would match distinct keys, without the non-equi part.
+      val nonEqui = "SELECT * FROM small WHERE EXISTS " +
+        "(SELECT 1 FROM big WHERE big.k = small.k AND big.v > small.w)"
+      for (query <- Seq(noSkew, nonEqui)) {
+        checkSameAnswer(sql(query))
+        val df = sql(query)
+        assert(fired(df).isEmpty, decisions(df))
+        assert(splitUnions(df) == 0)
+      }
+      assert(decisions(sql(nonEqui)).exists(_.reason.contains("non-equi part")))
+    }
+  }
+
   test("the union form plans the skewed keys as a broadcast join and the rest as a shuffle join") {
     withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
       val df = sql(select("INNER", "big.k = small.k"))
@@ -288,8 +319,9 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
 
   test("an input with a correlated subquery: the salted form, or no rewrite") {
     // The union form's fresh copy of an input renews its expression ids; the plan of a
-    // correlated subquery inside it would still refer to the old ones.
-    val input = "(SELECT * FROM big WHERE EXISTS (SELECT 1 FROM small s2 WHERE s2.k2 = big.k2 " +
+    // correlated subquery inside it would still refer to the old ones. The subqueries correlate
+    // on columns without skew, so that they stay subqueries (a split one becomes a join).
+    val input = "(SELECT * FROM big WHERE EXISTS (SELECT 1 FROM small s2 WHERE s2.w = big.v " +
       "AND s2.w > 5)) b"
     withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
       val inner = s"SELECT b.k, b.v, small.w FROM $input JOIN small ON b.k = small.k"
@@ -297,15 +329,23 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
       assert(fired(sql(inner)).map(_.numbers.toMap.apply("form")) == Seq("salted"))
       val full = s"SELECT b.k, b.v, small.w FROM $input FULL OUTER JOIN small ON b.k = small.k"
       checkSameAnswer(sql(full))
-      val Seq(d) = decisions(sql(full))
+      // The EXISTS is a candidate too (a semi join on w = v, without skew): not this decision.
+      val Seq(d) = decisions(sql(full)).filter(_.candidate.contains("FULL OUTER"))
       assert(!d.fired && d.reason.contains("correlated subquery"), d)
       // NULL keys skewed, no skewed value: the NULL branch would copy the input too.
       val nullsOnly = "(SELECT * FROM big WHERE (k IS NULL OR k <> 7) AND NOT EXISTS " +
-        "(SELECT 1 FROM small s2 WHERE s2.k2 = big.k2 AND s2.w < 0)) b"
+        "(SELECT 1 FROM small s2 WHERE s2.w = big.v AND s2.w < 0)) b"
       val left = s"SELECT b.k, b.v, small.w FROM $nullsOnly LEFT OUTER JOIN small ON b.k = small.k"
       checkSameAnswer(sql(left))
-      val Seq(n) = decisions(sql(left))
+      val Seq(n) = decisions(sql(left)).filter(_.candidate.contains("LEFT OUTER"))
       assert(!n.fired && n.reason.contains("correlated subquery"), n)
+      // Correlated on the skewed k2: the EXISTS is split as the semi join it becomes, and the
+      // answer of the join above it holds.
+      val splitExists = "SELECT b.k, b.v, small.w FROM (SELECT * FROM big WHERE EXISTS " +
+        "(SELECT 1 FROM small s2 WHERE s2.k2 = big.k2 AND s2.w > 5)) b JOIN small ON b.k = small.k"
+      checkSameAnswer(sql(splitExists))
+      assert(fired(sql(splitExists)).map(_.candidate.startsWith("LEFT SEMI")) == Seq(true),
+        decisions(sql(splitExists)))
     }
   }
 
