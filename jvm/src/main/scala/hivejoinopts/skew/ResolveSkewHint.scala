@@ -5,8 +5,8 @@ import java.util.Locale
 import scala.collection.mutable
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.analysis.{DeduplicateRelations, UnresolvedAttribute}
-import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, CreateNamedStruct, ExprId, Expression, Literal, SubqueryExpression}
+import org.apache.spark.sql.catalyst.analysis.{AnalysisContext, DeduplicateRelations, UnresolvedAttribute}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, CreateNamedStruct, EqualNullSafe, EqualTo, ExprId, Expression, Literal, OuterReference, PredicateHelper, SubqueryExpression}
 import org.apache.spark.sql.catalyst.plans.Inner
 import org.apache.spark.sql.catalyst.plans.logical.{Join, JoinHint, LogicalPlan, Project, SubqueryAlias, UnresolvedHint, View}
 import org.apache.spark.sql.catalyst.trees.TreePattern.UNRESOLVED_HINT
@@ -81,7 +81,8 @@ object SkewHints {
  * of a query, the warning says that a join made later with the DataFrame API may still use it
  * (a DataFrame is analyzed before it is joined).
  */
-case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRule {
+case class ResolveSkewHint(session: SparkSession)
+  extends HiveJoinOptsLogicalRule with PredicateHelper {
 
   override def family: Family = HiveJoinOptsConf.SkewJoin
   override def flag: Flag[Boolean] = HiveJoinOptsConf.SKEW_JOIN_HINT_ENABLED
@@ -89,18 +90,24 @@ case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRul
   override protected def rewrite(plan: LogicalPlan): LogicalPlan =
     if (!plan.containsPattern(UNRESOLVED_HINT)) plan
     else {
+      // The analyzer resolves an IN, EXISTS or scalar subquery on its own, with the enclosing
+      // query as the outer plan.
+      val inSubquery = AnalysisContext.get.outerPlan.isDefined
       // Each hint resolved, and whether it tops the plan (then a DataFrame may join it later).
       val registered = mutable.ArrayBuffer.empty[(HintedSkew, Boolean)]
       val result = plan.transformUpWithNewOutput {
         case h: UnresolvedHint if isSkew(h) && h.child.resolved =>
           val (child, hinted) = resolve(h)
-          registered += hinted -> (h eq plan)
+          registered += hinted -> ((h eq plan) && !inSubquery)
           child -> h.child.output.zip(child.output)
       }
-      // A hint in a subquery may name a table that the enclosing query joins, so whether a join
-      // uses it is told on the whole plan, once that is resolved.
+      // A hint in a FROM subquery may name a table that the enclosing query joins, so whether a
+      // join uses it is told on the whole plan, once that is resolved.
       if (result.resolved) registered.foreach { case (h, atTop) =>
-        if (!usedByJoin(result, h.hintedColumns.map(_.exprId).toSet)) warnUnused(h, atTop)
+        val ids = h.hintedColumns.map(_.exprId).toSet
+        if (!usedByJoin(result, ids) && !(inSubquery && joinedToOuterQuery(result, ids))) {
+          warnUnused(h, atTop)
+        }
       }
       result
     }
@@ -250,6 +257,22 @@ case class ResolveSkewHint(session: SparkSession) extends HiveJoinOptsLogicalRul
     plan.collect { case Project(list, _) => list }.flatten.collect {
       case a @ Alias(source: Attribute, _) if ids.contains(a.exprId) => source
     }
+  }
+
+  /**
+   * True when the subquery `plan` becomes a join on one of `ids`: it returns one (the values
+   * `x IN (subquery)` is matched to) or equates one with a column of the enclosing query.
+   */
+  private def joinedToOuterQuery(plan: LogicalPlan, ids: Set[ExprId]): Boolean = {
+    def hinted(e: Expression) = e.references.exists(a => ids(a.exprId))
+    def outer(e: Expression) = e.exists(_.isInstanceOf[OuterReference])
+    plan.output.exists(a => ids(a.exprId)) || plan.exists(_.expressions.exists { e =>
+      splitConjunctivePredicates(e).exists {
+        case EqualTo(l, r) => hinted(l) && outer(r) || hinted(r) && outer(l)
+        case EqualNullSafe(l, r) => hinted(l) && outer(r) || hinted(r) && outer(l)
+        case _ => false
+      }
+    })
   }
 
   /** True when a join (or a subquery that becomes one) has one of `ids` in its keys. */

@@ -167,6 +167,26 @@ class ResolveSkewHintSuite extends SkewJoinTestBase {
     }
   }
 
+  test("a hint inside an IN or EXISTS subquery: the semi join uses it, no warning") {
+    withHintsOnly {
+      for (query <- Seq(
+          "SELECT * FROM small WHERE k IN (SELECT /*+ SKEW('big', 'k', 7) */ k FROM big)",
+          "SELECT * FROM small WHERE EXISTS " +
+            "(SELECT /*+ SKEW('big', 'k', 7) */ 1 FROM big WHERE big.k = small.k)")) {
+        val df = sql(query)
+        assert(decisions(df, "ResolveSkewHint").isEmpty, decisions(df, "ResolveSkewHint"))
+        assert(fired(df).map(_.numbers.toMap.apply("source")) == Seq("hint"), decisions(df))
+        checkSameAnswer(sql(query))
+      }
+      // Not a join key of the semi join: the hint is reported, as ignored, not as one for later.
+      val unused = sql("SELECT * FROM small WHERE w IN " +
+        "(SELECT /*+ SKEW('big', 'k', 7) */ v FROM big WHERE k > 0)")
+      assert(decisions(unused, "ResolveSkewHint").map(_.reason) ==
+        Seq("no join of the query has big.k as a join key; the hint is ignored"))
+      checkSameAnswer(unused)
+    }
+  }
+
   test("with the hint's flag off, Spark drops the hint as an unknown one") {
     withSQLConf(HiveJoinOptsConf.SKEW_JOIN_HINT_ENABLED.key -> "false") {
       val df = sql("SELECT /*+ SKEW('nope') */ * FROM big WHERE v < 5")
