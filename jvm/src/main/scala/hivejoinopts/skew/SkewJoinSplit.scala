@@ -101,14 +101,18 @@ case class SkewJoinSplit(session: SparkSession)
   override def family: Family = HiveJoinOptsConf.SkewJoin
   override def flag: Flag[Boolean] = HiveJoinOptsConf.SKEW_JOIN_SPLIT_ENABLED
 
-  override protected def rewrite(plan: LogicalPlan): LogicalPlan =
-    plan.transformUpWithPruning(_.containsAnyPattern(JOIN, LIST_SUBQUERY, EXISTS_SUBQUERY)) {
+  override protected def rewrite(plan: LogicalPlan): LogicalPlan = {
+    val rewritten = plan.transformUpWithPruning(
+        _.containsAnyPattern(JOIN, LIST_SUBQUERY, EXISTS_SUBQUERY)) {
       case j: Join if j.getTagValue(Done).isEmpty => split(j).getOrElse(j)
       case f: Filter if SubqueryExpression.hasInOrCorrelatedExistsSubquery(f.condition) =>
         splitSubqueryJoins(f).getOrElse(f)
       case a: Aggregate if SKEW_JOIN_AGGREGATE_IN_BRANCHES_ENABLED(conf) =>
         aggregateInBranches(a).getOrElse(a)
     }
+    rewritten.foreach(_.unsetTagValue(SplitFilter))
+    rewritten
+  }
 
   /**
    * `IN (subquery)` and `[NOT] EXISTS (correlated subquery)` become left semi and anti joins
@@ -117,11 +121,13 @@ case class SkewJoinSplit(session: SparkSession)
    * NULL-aware anti join, which has no equi-join keys and is left alone.
    */
   private def splitSubqueryJoins(f: Filter): Option[LogicalPlan] = {
-    // The child, already visited, stands aside so that only this filter's subqueries change.
+    // The child, already visited, stands aside: the joins above it are the ones made of this
+    // filter's subqueries (the joins inside a subquery were looked at when it was optimized).
     val placeholder = LocalRelation(f.child.output)
     val rewritten = RewritePredicateSubquery(f.withNewChildren(Seq(placeholder)))
     rewritten.foreach {
-      case j: Join if j.joinType == LeftSemi || j.joinType == LeftAnti =>
+      case j: Join if (j.joinType == LeftSemi || j.joinType == LeftAnti) &&
+          j.left.exists(_ eq placeholder) =>
         j.setTagValue(FromSubquery, ())
       case _ =>
     }
@@ -131,7 +137,11 @@ case class SkewJoinSplit(session: SparkSession)
         split(j).getOrElse(j)
     }
     result.foreach(_.unsetTagValue(FromSubquery))
-    if (result eq joins) None else Some(result)
+    if (result eq joins) None
+    else {
+      result.setTagValue(SplitFilter, f)
+      Some(result)
+    }
   }
 
   private def split(j: Join): Option[LogicalPlan] = {
@@ -157,6 +167,14 @@ case class SkewJoinSplit(session: SparkSession)
   private case class Input(side: Side, plan: LogicalPlan, keys: Seq[Expression]) {
     lazy val bytes: BigInt = plan.stats.sizeInBytes
     def sizeKnown: Boolean = bytes < conf.defaultSizeInBytes
+    /**
+     * The plan as metadata and samples read it: a filter whose subqueries this rule split
+     * stands for its joins. It returns the same rows and, unlike them, is a scan pipeline.
+     */
+    lazy val readable: LogicalPlan = plan.transformDown {
+      case p if p.getTagValue(SplitFilter).exists(_.output == p.output) =>
+        p.getTagValue(SplitFilter).get
+    }
   }
 
   /** The skewed keys of one input, with the sample that found them (if one ran). */
@@ -205,12 +223,13 @@ case class SkewJoinSplit(session: SparkSession)
 
   private def metadata(input: Input): Either[String, Option[SkewedKeys]] = {
     if (!SKEW_JOIN_METADATA_ENABLED(conf) || !input.sizeKnown) return Right(None)
-    val relation = JoinKeys.relationOf(input.plan).filter(_ => JoinKeys.isScanPipeline(input.plan))
+    val relation = JoinKeys.relationOf(input.readable)
+      .filter(_ => JoinKeys.isScanPipeline(input.readable))
     relation.flatMap(r => SkewMetadata.of(session, r)) match {
       case None => Right(None)
       case Some(Left(problem)) => Left(problem)
       case Some(Right((columns, values, where))) =>
-        val traced = input.keys.map(k => traceToRelation(input.plan, k))
+        val traced = input.keys.map(k => traceToRelation(input.readable, k))
         val indexes = columns.map(c => traced.indexWhere(_.references.toSeq.map(_.exprId) ==
           Seq(c.exprId)))
         if (indexes.contains(-1)) Right(None)
@@ -244,7 +263,7 @@ case class SkewJoinSplit(session: SparkSession)
         "worth sampling"))
     } else {
       val maxKeys = SKEW_JOIN_MAX_KEYS(conf)
-      SkewDetection.sample(session, input.plan, indexes.map(input.keys), maxKeys + 1) match {
+      SkewDetection.sample(session, input.readable, indexes.map(input.keys), maxKeys + 1) match {
         case Left(reason) => Found(None, None, Seq(s"${input.side}: $reason"))
         case Right(sample) =>
           val minFraction = SKEW_JOIN_MIN_KEY_FRACTION(conf)
@@ -420,7 +439,8 @@ case class SkewJoinSplit(session: SparkSession)
     val max = SKEW_JOIN_MAX_BROADCAST_BYTES(conf)
     if (o.sizeKnown && o.bytes <= max) return (keys.values, o.bytes.toString, 0)
     val rowBytes = EstimationUtils.getSizePerRow(o.plan.output).toDouble
-    SkewDetection.sample(session, o.plan, idx.map(o.keys), keys.values.size, Some(keys.values)) match {
+    SkewDetection.sample(session, o.readable, idx.map(o.keys), keys.values.size,
+        Some(keys.values)) match {
       case Right(sample) =>
         val perKey = sample.top.map { case (t, c) => t -> sample.rowsOf(c) * rowBytes }.toMap
         var total = 0.0
@@ -1092,6 +1112,9 @@ object SkewJoinSplit {
 
   /** Semi and anti joins the rule made of IN and EXISTS subqueries, while it tries to split them. */
   private val FromSubquery: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.skewJoinSplit.subquery")
+
+  /** On the joins the rule made of a filter's subqueries and split: that filter. */
+  private val SplitFilter: TreeNodeTag[Filter] = TreeNodeTag[Filter]("hiveJoinOpts.skewJoinSplit.filter")
 
   /** Joins the rule built; never rewritten again. */
   val Done: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.skewJoinSplit.done")

@@ -80,7 +80,10 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
       // The semi join's map-side branch would match distinct keys, without the non-equi part.
       val nonEqui = "SELECT * FROM small WHERE EXISTS " +
         "(SELECT 1 FROM big WHERE big.k = small.k AND big.v > small.w)"
-      for (query <- Seq(noSkew, nonEqui)) {
+      // A semi join inside the subquery, on columns without skew.
+      val nested = "SELECT * FROM small WHERE k IN " +
+        "(SELECT big.k FROM big LEFT SEMI JOIN small s2 ON big.v = s2.w)"
+      for (query <- Seq(noSkew, nonEqui, nested)) {
         checkSameAnswer(sql(query))
         val df = sql(query)
         assert(fired(df).isEmpty, decisions(df))
@@ -339,13 +342,14 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
       checkSameAnswer(sql(left))
       val Seq(n) = decisions(sql(left)).filter(_.candidate.contains("LEFT OUTER"))
       assert(!n.fired && n.reason.contains("correlated subquery"), n)
-      // Correlated on the skewed k2: the EXISTS is split as the semi join it becomes, and the
-      // answer of the join above it holds.
+      // Correlated on the skewed k2: the EXISTS is split as the semi join it becomes, which is
+      // no subquery, and the join above it still samples its input (as the filter it was).
       val splitExists = "SELECT b.k, b.v, small.w FROM (SELECT * FROM big WHERE EXISTS " +
         "(SELECT 1 FROM small s2 WHERE s2.k2 = big.k2 AND s2.w > 5)) b JOIN small ON b.k = small.k"
       checkSameAnswer(sql(splitExists))
-      assert(fired(sql(splitExists)).map(_.candidate.startsWith("LEFT SEMI")) == Seq(true),
-        decisions(sql(splitExists)))
+      val Seq(semi, join) = fired(sql(splitExists))
+      assert(semi.candidate.startsWith("LEFT SEMI") && join.candidate.startsWith("INNER"))
+      assert(Seq(semi, join).map(_.numbers.toMap.apply("form")) == Seq("union", "union"))
     }
   }
 
