@@ -5,7 +5,7 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.Final
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
 import org.apache.spark.sql.execution.aggregate.HashAggregateExec
 import org.apache.spark.sql.execution.exchange.Exchange
-import org.apache.spark.sql.execution.joins.SortMergeJoinExec
+import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, SortMergeJoinExec}
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf
@@ -100,6 +100,28 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
       val plan = executedPlan(df)
       assert(broadcastJoins(plan) == 1, plan)
       assert(shuffleJoins(plan) == 1, plan)
+    }
+  }
+
+  test("AQE splits the skewed partition without the rule, and nothing after it: no key twice") {
+    // AQE's skew thresholds lowered so that it splits key 7's partition of this small data.
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
+        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true",
+        SQLConf.COALESCE_PARTITIONS_ENABLED.key -> "false",
+        SQLConf.SHUFFLE_PARTITIONS.key -> "8",
+        SQLConf.SKEW_JOIN_SKEWED_PARTITION_THRESHOLD.key -> "1",
+        SQLConf.SKEW_JOIN_SKEWED_PARTITION_FACTOR.key -> "2",
+        SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES.key -> "1") {
+      def skewSplitJoins(plan: SparkPlan) = collect(plan) {
+        case j: SortMergeJoinExec if j.isSkewJoin => j
+        case j: ShuffledHashJoinExec if j.isSkewJoin => j
+      }.size
+      val query = select("INNER", "big.k = small.k")
+      checkSameAnswer(sql(query))
+      assert(withExtension(on = false)(skewSplitJoins(executedPlan(sql(query)))) == 1)
+      val plan = executedPlan(sql(query))
+      assert(broadcastJoins(plan) == 1 && shuffleJoins(plan) == 1, plan)
+      assert(skewSplitJoins(plan) == 0, plan)
     }
   }
 
