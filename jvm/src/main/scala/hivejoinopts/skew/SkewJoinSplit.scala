@@ -110,7 +110,10 @@ case class SkewJoinSplit(session: SparkSession)
       case a: Aggregate if SKEW_JOIN_AGGREGATE_IN_BRANCHES_ENABLED(conf) =>
         aggregateInBranches(a).getOrElse(a)
     }
-    rewritten.foreach(_.unsetTagValue(SplitFilter))
+    // Only a plan with IN or EXISTS subqueries can hold a split filter.
+    if (plan.containsAnyPattern(LIST_SUBQUERY, EXISTS_SUBQUERY)) {
+      rewritten.foreach(_.unsetTagValue(SplitFilter))
+    }
     rewritten
   }
 
