@@ -25,6 +25,8 @@ trait HiveJoinOptsQueryTest extends QueryTest with SharedSparkSession with Adapt
     .set("spark.sql.extensions", ((if (loadExtension) Seq(HiveJoinOptsExtension.CLASS_NAME)
       else Nil) ++ extraExtensions).mkString(","))
     .set(HiveJoinOptsConf.STRICT.key, "true")
+    // Spark checks every plan a rule returns: resolved, unique expression ids, same schema.
+    .set("spark.sql.planChangeValidation", "true")
     .set("spark.driver.host", "127.0.0.1")
     .set("spark.driver.bindAddress", "127.0.0.1")
 

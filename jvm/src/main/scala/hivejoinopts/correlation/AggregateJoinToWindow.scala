@@ -7,13 +7,12 @@ import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Attribu
 import org.apache.spark.sql.catalyst.expressions.aggregate._
 import org.apache.spark.sql.catalyst.plans.{FullOuter, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical._
-import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.hivejoinopts.Flag
-import org.apache.spark.sql.types.{DoubleType, FloatType, LongType}
+import org.apache.spark.sql.types.LongType
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
-import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
+import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule, KeyEquality}
 
 /**
  * Input correlation: a relation joined with an aggregate of itself on the group keys reads the
@@ -212,8 +211,7 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
       case e => skip(s"the group key ${e.sql} is not a column")
     }
     keys.foreach { k =>
-      if (k.dataType == DoubleType || k.dataType == FloatType ||
-          !UnsafeRowUtils.isBinaryStable(k.dataType)) {
+      if (!KeyEquality.identical(k.dataType)) {
         skip(s"the group key ${k.name} has type ${k.dataType.sql}, whose grouping is not bytewise " +
           "equality")
       }
@@ -424,8 +422,7 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
     val fn = ae.aggregateFunction
     if (ae.isDistinct) {
       fn match {
-        case Count(Seq(child)) if child.dataType != DoubleType && child.dataType != FloatType &&
-            UnsafeRowUtils.isBinaryStable(child.dataType) =>
+        case Count(Seq(child)) if KeyEquality.identical(child.dataType) =>
           val set = AggregateExpression(CollectSet(child), Complete, isDistinct = false)
           (set, w => Cast(Size(w, legacySizeOfNull = false), LongType))
         case _: Min | _: Max =>

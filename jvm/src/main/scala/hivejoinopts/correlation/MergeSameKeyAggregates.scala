@@ -9,7 +9,7 @@ import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
-import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
+import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule, KeyEquality}
 
 /**
  * Input correlation between aggregates: several aggregates of the same relation, grouped by the
@@ -23,16 +23,27 @@ import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
  *      +- Filter (y < 5)            -- t                 count(1) FILTER (x > 0) AS n1, count(1) FILTER (y < 5) AS n2]
  *                                                         +- Filter (x > 0) OR (y < 5)   -- t, once
  * }}}
- * An inner join keeps only the groups both inputs have (the counts `n1`, `n2`, left out when a
- * side does not filter more); an outer join keeps the groups of its preserved side and gives
- * NULL for the other side's values where that side has no group; semi and anti joins test that
- * side's group. Global aggregates (no keys) always have their one row, so a cross join of them
- * merges too (TPC-DS q88).
+ * The merged plan keeps the attributes of one side (the preserved side of an outer join, else the
+ * left one); each output column of each side then has, per join type:
+ *  - inner: both sides' keys are the merged group's key. The join equates them, and keys of a
+ *    type whose equal values have equal bytes are the same value. The join's conditions stay, as
+ *    a filter over the merged aggregate, so a NULL key matches nothing; a side that filters more
+ *    counts its rows (`n1`, `n2`), so only the groups both sides have are kept.
+ *  - left and right outer: the preserved side's columns, keys included, are its own values over
+ *    the merged group (its filters above the aggregate drop the group, as they dropped its row).
+ *    The other side's columns, keys included, are their values over the same group where that
+ *    side has the group and the join's condition holds, else NULL. None of the other side's
+ *    columns is produced below the merge (its aggregates get new expression ids), so no column
+ *    above the join can be read as its NULL-padded value by mistake.
+ *  - left semi and anti: the left side's columns; the right side's group is only tested.
+ * Global aggregates (no keys) always have their one row, so a cross join of them merges too
+ * (TPC-DS q88).
  *
  * The inputs must read the same rows modulo filters ([[PlanMerger]]). It does not fire for
  * non-deterministic expressions, limits, grouping sets, full outer joins, joins that do not
- * equate every group key, or DISTINCT aggregates whose inputs filter differently (each FILTER
- * would make Spark expand every row once more).
+ * equate every group key, keys of a collated string type (equal keys can differ in bytes, and
+ * each aggregate could show a different member of the group), or DISTINCT aggregates whose
+ * inputs filter differently (each FILTER would make Spark expand every row once more).
  */
 case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLogicalRule
   with PredicateHelper {
@@ -59,36 +70,41 @@ case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLog
 
   private def skip(reason: String): Nothing = throw new Skip(reason)
 
-  /** The merged aggregate and the values of both sides' outputs over it. */
+  /**
+   * The merged aggregate and the values of both sides' outputs over it. The merged plan keeps the
+   * attributes of side `a`; side `b`'s aggregates get expression ids of their own, so that none of
+   * `b`'s outputs is produced below the merge (an outer join NULLs them above it).
+   */
   private case class Merged(
       plan: LogicalPlan,
-      leftValues: Map[ExprId, Expression],
-      rightValues: Map[ExprId, Expression],
+      aValues: Map[ExprId, Expression],
+      bValues: Map[ExprId, Expression],
       // Whether each side has the group, and passes its own filters above the aggregate.
-      leftOk: Seq[Expression],
-      rightOk: Seq[Expression],
+      aOk: Seq[Expression],
+      bOk: Seq[Expression],
       numbers: Seq[(String, Any)])
 
-  private def merge(
-      left: AggregateSide,
-      right: AggregateSide,
-      joinConds: Seq[Expression]): Merged = {
-    Seq(left, right).flatMap(_.unsupported).headOption.foreach(skip)
-    val m = PlanMerger.merge(left.agg.child, right.agg.child).getOrElse(
-      skip(s"the aggregates read different rows (${Candidates.tables(left.agg.child)} and " +
-        s"${Candidates.tables(right.agg.child)})"))
-    val lKeys = left.agg.groupingExpressions
-    val rKeys = right.agg.groupingExpressions.map(m.mapB)
-    if (lKeys.size != rKeys.size ||
-        lKeys.map(_.canonicalized).toSet != rKeys.map(_.canonicalized).toSet) {
+  private def merge(a: AggregateSide, b: AggregateSide, joinConds: Seq[Expression]): Merged = {
+    Seq(a, b).flatMap(_.unsupported).headOption.foreach(skip)
+    val m = PlanMerger.merge(a.agg.child, b.agg.child).getOrElse(
+      skip(s"the aggregates read different rows (${Candidates.tables(a.agg.child)} and " +
+        s"${Candidates.tables(b.agg.child)})"))
+    val aKeys = a.agg.groupingExpressions
+    val bKeys = b.agg.groupingExpressions.map(m.mapB)
+    if (aKeys.size != bKeys.size ||
+        aKeys.map(_.canonicalized).toSet != bKeys.map(_.canonicalized).toSet) {
       skip("the aggregates group by different keys")
     }
-    val keys = lKeys.map {
-      case a: Attribute => a
+    val keys = aKeys.map {
+      case k: Attribute => k
       case e => skip(s"the group key ${e.sql} is not a column")
     }
+    keys.find(k => !KeyEquality.bytewise(k.dataType)).foreach { k =>
+      skip(s"the group key ${k.name} has type ${k.dataType.sql}: equal keys may differ in " +
+        "bytes, so each aggregate's group could show another value")
+    }
     val differ = m.aFilters.nonEmpty || m.bFilters.nonEmpty
-    val distinct = (left.agg.aggregateExpressions ++ right.agg.aggregateExpressions)
+    val distinct = (a.agg.aggregateExpressions ++ b.agg.aggregateExpressions)
       .exists(_.exists { case ae: AggregateExpression => ae.isDistinct; case _ => false })
     if (differ && distinct) {
       skip("DISTINCT aggregates whose inputs filter differently: each FILTER would expand every " +
@@ -101,10 +117,13 @@ case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLog
           ae.copy(filter = Some((extra ++ ae.filter).reduce(And)), resultId = ae.resultId)
       }.asInstanceOf[NamedExpression])
     val keySet = AttributeSet(keys)
-    val lList = withFilter(left.agg.aggregateExpressions, m.aFilters)
-    val rRenamed = right.agg.aggregateExpressions.map(PlanMerger.rename(_, m.bMap))
-    val rList = withFilter(rRenamed, m.bFilters).filterNot {
-      case a: Attribute => keySet.contains(a) || lList.exists(_.toAttribute.exprId == a.exprId)
+    val aList = withFilter(a.agg.aggregateExpressions, m.aFilters)
+    val bRenamed = b.agg.aggregateExpressions.map(PlanMerger.rename(_, m.bMap)).map {
+      case al: Alias => al.newInstance()
+      case other => other
+    }
+    val bList = withFilter(bRenamed, m.bFilters).filterNot {
+      case attr: Attribute => keySet.contains(attr) || aList.exists(_.toAttribute.exprId == attr.exprId)
       case _ => false
     }
     // Which groups each side has, where its input filters more.
@@ -112,45 +131,45 @@ case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLog
       if (extra.isEmpty || keys.isEmpty) None else Some(Alias(AggregateExpression(
         Count(Seq(Literal(1))), Complete, isDistinct = false,
         filter = Some(extra.reduce(And))), name)())
-    val lPresent = presence(m.aFilters, "_left_rows")
-    val rPresent = presence(m.bFilters, "_right_rows")
+    val aPresent = presence(m.aFilters, "_a_rows")
+    val bPresent = presence(m.bFilters, "_b_rows")
     val input = if (m.aFilters.nonEmpty && m.bFilters.nonEmpty) {
       Filter(Or(m.aFilters.reduce(And), m.bFilters.reduce(And)), m.plan)
     } else m.plan
-    val aggregate = Aggregate(keys, lList ++ rList ++ lPresent ++ rPresent, input)
+    val aggregate = Aggregate(keys, aList ++ bList ++ aPresent ++ bPresent, input)
 
-    val lAgg = left.agg.aggregateExpressions.map(e => e.toAttribute.exprId -> (e.toAttribute: Expression))
-    val rAgg = right.agg.aggregateExpressions.zip(rRenamed).map { case (orig, renamed) =>
+    val aAgg = a.agg.aggregateExpressions.map(e => e.toAttribute.exprId -> (e.toAttribute: Expression))
+    val bAgg = b.agg.aggregateExpressions.zip(bRenamed).map { case (orig, renamed) =>
       orig.toAttribute.exprId -> (renamed.toAttribute: Expression)
     }
-    val (lValues, lFilters) = left.valuesAbove(lAgg.toMap)
-    val (rValues, rFilters) = right.valuesAbove(rAgg.toMap)
+    val (aValues, aFilters) = a.valuesAbove(aAgg.toMap)
+    val (bValues, bFilters) = b.valuesAbove(bAgg.toMap)
     def ok(present: Option[Alias], filters: Seq[Expression]): Seq[Expression] =
       present.map(p => GreaterThan(p.toAttribute, Literal(0L))).toSeq ++ filters
 
     // The join must equate every group key of one side with the same key of the other.
-    val lOut = AttributeSet(left.top.output)
-    val rOut = AttributeSet(right.top.output)
+    val aOut = AttributeSet(a.top.output)
+    val bOut = AttributeSet(b.top.output)
     val covered = joinConds.flatMap {
-      case EqualTo(x: Attribute, y: Attribute) => keyPair(x, y, lOut, rOut, lValues, rValues, keys)
-        .orElse(keyPair(y, x, lOut, rOut, lValues, rValues, keys))
+      case EqualTo(x: Attribute, y: Attribute) => keyPair(x, y, aOut, bOut, aValues, bValues, keys)
+        .orElse(keyPair(y, x, aOut, bOut, aValues, bValues, keys))
       case _ => None
     }.toSet
     if (covered.size != keys.size) {
       skip("the join does not equate every group key of the two aggregates")
     }
-    Merged(aggregate, lValues, rValues, ok(lPresent, lFilters), ok(rPresent, rFilters), Seq(
+    Merged(aggregate, aValues, bValues, ok(aPresent, aFilters), ok(bPresent, bFilters), Seq(
       "groupKeys" -> keys.size, "filtersDiffer" -> differ,
-      "aggregates" -> (lList.size + rList.size)))
+      "aggregates" -> (aList.size + bList.size)))
   }
 
   private def keyPair(
       x: Attribute, y: Attribute,
-      lOut: AttributeSet, rOut: AttributeSet,
-      lValues: Map[ExprId, Expression], rValues: Map[ExprId, Expression],
+      aOut: AttributeSet, bOut: AttributeSet,
+      aValues: Map[ExprId, Expression], bValues: Map[ExprId, Expression],
       keys: Seq[Attribute]): Option[Int] = {
-    if (!lOut.contains(x) || !rOut.contains(y)) return None
-    (lValues.get(x.exprId), rValues.get(y.exprId)) match {
+    if (!aOut.contains(x) || !bOut.contains(y)) return None
+    (aValues.get(x.exprId), bValues.get(y.exprId)) match {
       case (Some(a: Attribute), Some(b: Attribute)) if a.exprId == b.exprId =>
         Some(keys.indexWhere(_.exprId == a.exprId)).filter(_ >= 0)
       case _ => None
@@ -198,9 +217,9 @@ case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLog
         var mergedItem: LogicalPlan = null
         if (attempt(describe(p, li, rj)) {
           val m = merge(ls, rs, joinConds)
-          val ok = (m.leftOk ++ m.rightOk).reduceOption(And)
+          val ok = (m.aOk ++ m.bOk).reduceOption(And)
           val filtered = ok.map(Filter(_, m.plan)).getOrElse(m.plan)
-          mergedItem = Project(outputs(ls, m.leftValues) ++ outputs(rs, m.rightValues), filtered)
+          mergedItem = Project(outputs(ls, m.aValues) ++ outputs(rs, m.bValues), filtered)
           m.numbers
         }) {
           items = items.flatMap(i => if (i eq li) Some(mergedItem) else if (i eq rj) None else Some(i))
@@ -222,32 +241,28 @@ case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLog
     var result: LogicalPlan = j
     attempt(Candidates.join(j)) {
       val joinConds = j.condition.toSeq.flatMap(splitConjunctivePredicates)
-      val m = merge(left, right, joinConds)
-      // The preserved side's group exists; the other side's values count where it matches.
-      val (kept, other, keptOk, otherOk) = j.joinType match {
-        case RightOuter => (right, left, m.rightOk, m.leftOk)
-        case _ => (left, right, m.leftOk, m.rightOk)
-      }
-      val keptValues = if (kept eq left) m.leftValues else m.rightValues
-      val otherValues = if (kept eq left) m.rightValues else m.leftValues
+      // The merged plan keeps the preserved side's attributes: its outputs keep their values.
+      val (kept, other) = if (j.joinType == RightOuter) (right, left) else (left, right)
+      val m = merge(kept, other, joinConds)
       val substituted = joinConds.map(_.transform {
-        case a: Attribute if otherValues.contains(a.exprId) || keptValues.contains(a.exprId) =>
-          otherValues.getOrElse(a.exprId, keptValues(a.exprId))
+        case a: Attribute if m.bValues.contains(a.exprId) || m.aValues.contains(a.exprId) =>
+          m.bValues.getOrElse(a.exprId, m.aValues(a.exprId))
       })
-      val matched = Coalesce(Seq((otherOk ++ substituted).reduceOption(And)
+      // The other side has a group that the join matches: its values count, else NULLs.
+      val matched = Coalesce(Seq((m.bOk ++ substituted).reduceOption(And)
         .getOrElse(Literal(true)), Literal(false)))
-      val base = keptOk.reduceOption(And).map(Filter(_, m.plan)).getOrElse(m.plan)
+      val base = m.aOk.reduceOption(And).map(Filter(_, m.plan)).getOrElse(m.plan)
+      val keptOut = outputs(kept, m.aValues)
       result = j.joinType match {
         case LeftOuter | RightOuter =>
           val otherOut = other.top.output.map { a =>
-            Alias(If(matched, otherValues.getOrElse(a.exprId, a), Literal(null, a.dataType)),
+            Alias(If(matched, m.bValues.getOrElse(a.exprId, a), Literal(null, a.dataType)),
               a.name)(a.exprId)
           }
-          Project(j.output.map { a =>
-            (outputs(kept, keptValues) ++ otherOut).find(_.toAttribute.exprId == a.exprId).get
-          }, base)
-        case LeftSemi => Project(outputs(kept, keptValues), Filter(matched, base))
-        case LeftAnti => Project(outputs(kept, keptValues), Filter(Not(matched), base))
+          val byId = (keptOut ++ otherOut).map(e => e.toAttribute.exprId -> e).toMap
+          Project(j.output.map(a => byId(a.exprId)), base)
+        case LeftSemi => Project(keptOut, Filter(matched, base))
+        case LeftAnti => Project(keptOut, Filter(Not(matched), base))
         case other => throw new IllegalStateException(s"unexpected join type $other")
       }
       m.numbers

@@ -1,5 +1,6 @@
 package hivejoinopts.correlation
 
+import org.apache.spark.sql.Row
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 
 import hivejoinopts.HiveJoinOptsConf
@@ -58,6 +59,49 @@ class MergeSameKeyAggregatesSuite extends CorrelationSuiteBase {
     fires(two(a, b, "LEFT JOIN"))
     fires(two(a, b, "RIGHT JOIN"))
     fires(two(b, a, "LEFT JOIN"))
+  }
+
+  test("outer joins: the preserved side's key keeps its value where the other side has none") {
+    values("six", "k, v", "(1, 10), (1, 60), (2, 70), (3, 20), (4, 80), (4, 90)")
+    val sql = """SELECT s0.k AS a_key, s1.k AS b_key
+      |FROM (SELECT k, count(*) AS c FROM six WHERE v < 50 GROUP BY k) s0
+      |RIGHT OUTER JOIN (SELECT k, count(*) AS c FROM six WHERE v >= 50 GROUP BY k) s1
+      |ON s0.k = s1.k
+      |WHERE s0.k IS NULL""".stripMargin
+    assert(firedBy(Rule, spark.sql(sql)).nonEmpty)
+    withExtension(on = true)(checkAnswer(spark.sql(sql), Seq(Row(null, 2), Row(null, 4))))
+  }
+
+  /** Outer joins of two aggregates of `s`, with what reads their columns above the join. */
+  private val outerFamily: Seq[(String, String)] = for {
+    join <- Seq("LEFT OUTER JOIN", "RIGHT OUTER JOIN")
+    // One key (k2 then an aggregate), then two (the second a string).
+    keys <- Seq(Seq("k"), Seq("k", "k2"))
+    above <- Seq(
+      "SELECT * FROM %s WHERE a.k IS NULL",
+      "SELECT * FROM %s WHERE b.k IS NULL",
+      "SELECT a.k AS ak, b.k AS bk, b.mv FROM %s WHERE a.k > 20 OR b.k > 20",
+      "SELECT coalesce(a.k, b.k) AS k, coalesce(b.k2, a.k2) AS k2, sv, mv FROM %s",
+      "SELECT a.sv, b.mv, x.v FROM %s JOIN s x ON x.k = coalesce(b.k, a.k) AND x.x = 1",
+      "SELECT b.k, count(*) AS c, sum(a.sv) AS ssv FROM %s GROUP BY b.k",
+      "SELECT a.k, count(b.k) AS c, max(b.mv) AS m FROM %s GROUP BY a.k",
+      "SELECT * FROM %s WHERE b.mv IS NULL AND a.k2 IS NOT NULL")
+  } yield {
+    val group = keys.mkString(", ")
+    val k2 = if (keys.size == 1) ", max(k2) AS k2" else ""
+    val a = s"SELECT $group$k2, sum(v) AS sv, count(*) AS n FROM s WHERE x < 9 GROUP BY $group"
+    val b = s"SELECT $group$k2, max(v) AS mv FROM s WHERE x > 20 GROUP BY $group"
+    val on = keys.map(c => s"a.$c = b.$c").mkString(" AND ")
+    (s"$join on $on: $above", above.format(s"($a) a $join ($b) b ON $on"))
+  }
+
+  test("outer joins: every column of each side keeps its value, whatever reads it above") {
+    outerFamily.foreach { case (name, sql) =>
+      withClue(s"$name\n$sql\n") {
+        assert(firedBy(Rule, spark.sql(sql)).nonEmpty, decisionsOf(spark.sql(sql)).mkString("\n"))
+        checkSameAnswer(spark.sql(sql))
+      }
+    }
   }
 
   test("semi and anti joins test the other side's group") {
