@@ -26,9 +26,11 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     HiveJoinOptsConf.register()
 
     // ---- correlation ----
+    // End of analysis: two IN subqueries are still as the query wrote them. The optimizer
+    // optimizes each subquery on its own, with every rule below, before the query around them.
+    ext.injectPostHocResolutionRule(PruneRepeatedInSubquery)
     // After operator optimization, once: subqueries are decorrelated into joins by then, and
     // filters and projections sit where they stay, so that two reads of a table can be compared.
-    ext.injectPreCBORule(PruneRepeatedInSubquery)
     ext.injectPreCBORule(MergeSameKeyAggregates)
     ext.injectPreCBORule(AggregateJoinToWindow)
     ext.injectPreCBORule(GroupByCastJoinKey)
@@ -67,7 +69,6 @@ object HiveJoinOptsExtension {
    */
   def liveOptimizerRules(session: SparkSession): Seq[Rule[LogicalPlan]] = Seq(
     // ---- correlation ----
-    PruneRepeatedInSubquery(session),
     MergeSameKeyAggregates(session),
     AggregateJoinToWindow(session),
     GroupByCastJoinKey(session),
@@ -85,6 +86,8 @@ object HiveJoinOptsExtension {
     "the SKEW hint (read by an analyzer rule)",
     // ---- map-join pruning ----
     // ---- correlation ----
+    "PruneRepeatedInSubquery (an analyzer rule: it compares two subqueries before Spark " +
+      "optimizes them)",
     "CoarsenJoinShuffle (a physical rule: it changes the shuffles Spark plans)"
   )
 }

@@ -2,7 +2,7 @@ package hivejoinopts.correlation
 
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeMap, AttributeSet, Expression, NamedExpression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.Inner
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Filter, Join, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Filter, Join, LeafNode, LogicalPlan, Project}
 
 /**
  * Two plans `a` and `b` that read the same data, merged into one plan that reads it once.
@@ -54,9 +54,22 @@ private[correlation] object PlanMerger extends PredicateHelper {
           m.copy(bFilters = m.bFilters ++ splitConjunctivePredicates(fb.condition).map(m.mapB)))
       case (ga: Aggregate, gb: Aggregate) => mergeAggregates(ga, gb)
       case (ja: Join, jb: Join) => mergeJoins(ja, jb)
+      case (la: LeafNode, lb: LeafNode) if sameLeaf(la, lb) =>
+        Some(MergedPlan(a, AttributeMap(b.output.zip(a.output)), Nil, Nil))
       case _ => None
     }
   }
+
+  /**
+   * Two reads of the same relation whose canonical forms keep their output's ids (a reference to
+   * a common table expression does): the same once `b`'s output is named as `a`'s.
+   */
+  private def sameLeaf(a: LeafNode, b: LeafNode): Boolean =
+    a.getClass == b.getClass && a.output.map(_.dataType) == b.output.map(_.dataType) && {
+      val map = AttributeMap(b.output.zip(a.output))
+      b.transformExpressions { case x: Attribute => map.getOrElse(x, x) }.canonicalized ==
+        a.canonicalized
+    }
 
   private def mergeProjects(
       aList: Seq[NamedExpression],

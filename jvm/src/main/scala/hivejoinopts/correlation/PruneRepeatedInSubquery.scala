@@ -4,7 +4,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{And, Attribute, BindReferences, EqualTo, Expression, InSubquery, ListQuery, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.Inner
-import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, JoinHint, LocalRelation, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.plans.logical.{AnalysisHelper, Filter, Join, JoinHint, LocalRelation, LogicalPlan, Project, SubqueryAlias, View}
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
@@ -25,14 +25,20 @@ import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
  *   Filter o IN (SELECT o FROM ws_wh) AND o IN (SELECT wr_o FROM wr)
  * }}}
  * Exact because both are conjuncts of one filter on the same value: a row passes only when `o` is
- * in `S`, and then `o` is in the join's result exactly when it is in `R`'s column. It fires only
- * for non-correlated single-column IN subqueries that are top-level conjuncts of the same filter
- * and test the same deterministic value, when the join is an inner join on that column alone (other
- * conditions may only read `R`) and `S'` reads the same rows as `S` ([[PlanMerger]], no filter on
- * either side). One filter of `S'` is allowed: a filter on the joined column that every value of
- * `R`'s column passes, as the value set that map-join pruning pushes into `S'` once it has
- * evaluated `R` to a `LocalRelation` (subquery plans are optimized before this rule sees them).
- * It only removes rows of `S'` that match no row of `R`.
+ * in `S`, and then `o` is in the join's result exactly when it is in `R`'s column.
+ *
+ * It runs at the end of analysis, where both subqueries are as the query wrote them (a common
+ * table expression is still one relation that both reference). The optimizer optimizes each
+ * subquery on its own, before the query around it, and with every rule: map-join pruning and the
+ * skew split would rewrite `S'` inside its join differently from `S`, and the two would no longer
+ * read as the same rows.
+ *
+ * It fires only for non-correlated single-column IN subqueries that are top-level conjuncts of the
+ * same filter and test the same deterministic value, when the join is an inner join on that column
+ * alone (other conditions, in the join or in a filter above it, may only read `R`) and `S'` reads
+ * the same rows as `S` ([[PlanMerger]], no filter on either side). One filter of `S'` is allowed:
+ * a filter on the joined column that every value of `R`'s column passes, when `R` is a list of
+ * values. It only removes rows of `S'` that match no row of `R`.
  */
 case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLogicalRule
   with PredicateHelper {
@@ -41,7 +47,11 @@ case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLo
 
   override def flag: Flag[Boolean] = HiveJoinOptsConf.PRUNE_REPEATED_IN_SUBQUERY
 
-  override protected def rewrite(plan: LogicalPlan): LogicalPlan = plan.transformUp {
+  // An analyzer rule that rewrites a resolved plan: Spark allows it plain transforms here.
+  override protected def rewrite(plan: LogicalPlan): LogicalPlan =
+    AnalysisHelper.allowInvokingTransformsInAnalyzer(prune(plan))
+
+  private def prune(plan: LogicalPlan): LogicalPlan = plan.transformUpWithSubqueries {
     case f @ Filter(cond, _) if cond.exists(_.isInstanceOf[InSubquery]) =>
       val conjuncts = splitConjunctivePredicates(cond)
       var changed = false
@@ -49,7 +59,7 @@ case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLo
         case (in @ InSubquery(Seq(value), query), j) if isSimple(in) =>
           val others = conjuncts.zipWithIndex.collect {
             case (other @ InSubquery(Seq(v), q), i) if i != j && isSimple(other) &&
-                v.canonicalized == value.canonicalized => q
+                v.semanticEquals(value) => q
           }
           others.iterator.flatMap(known => pruned(query, known)).nextOption() match {
             case Some(newPlan) =>
@@ -72,12 +82,36 @@ case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLo
   }
 
   /** `query`'s plan without its join with the rows `known` reads, when that join is redundant. */
-  private def pruned(query: ListQuery, known: ListQuery): Option[LogicalPlan] = query.plan match {
-    case Project(Seq(c: Attribute), Join(l, r, Inner, Some(cond), JoinHint.NONE)) =>
+  private def pruned(query: ListQuery, known: ListQuery): Option[LogicalPlan] =
+    innerJoin(stripNames(query.plan)).flatMap { case (c, l, r, conds) =>
       Seq((l, r), (r, l)).iterator.flatMap { case (kept, other) =>
-        prunedJoin(c, kept, other, splitConjunctivePredicates(cond), known.plan)
+        prunedJoin(c, kept, other, conds, stripNames(known.plan))
       }.nextOption()
-    case _ => None
+    }
+
+  /**
+   * The column, the two inputs and the conditions of `Project [c] (Filter* (Join Inner))`, the
+   * shape of `SELECT r.c FROM R JOIN S' ON ... [WHERE ...]`.
+   */
+  private def innerJoin(plan: LogicalPlan)
+      : Option[(Attribute, LogicalPlan, LogicalPlan, Seq[Expression])] = {
+    def below(p: LogicalPlan, conds: Seq[Expression])
+        : Option[(LogicalPlan, LogicalPlan, Seq[Expression])] = p match {
+      case Filter(cond, child) => below(child, conds ++ splitConjunctivePredicates(cond))
+      case Join(l, r, Inner, Some(cond), JoinHint.NONE) =>
+        Some((l, r, conds ++ splitConjunctivePredicates(cond)))
+      case _ => None
+    }
+    plan match {
+      case Project(Seq(c: Attribute), child) => below(child, Nil).map { case (l, r, cs) => (c, l, r, cs) }
+      case _ => None
+    }
+  }
+
+  /** The plan without the nodes that only name relations (aliases and views). */
+  private def stripNames(plan: LogicalPlan): LogicalPlan = plan.transformUp {
+    case SubqueryAlias(_, child) => child
+    case v: View => v.child
   }
 
   private def prunedJoin(
@@ -103,8 +137,8 @@ case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLo
 
   /**
    * Whether `filter`, on the joined column `key` of the repeated rows alone, holds for every
-   * non-NULL value of `column` in `kept`, a `LocalRelation` (its rows are at hand and bounded:
-   * map-join pruning evaluates only small sides). Then the filter drops no row the join keeps.
+   * non-NULL value of `column` in `kept`, a list of values (its rows are at hand). Then the filter
+   * drops no row the join keeps.
    */
   private def passedByEveryValue(
       filter: Expression,
@@ -112,7 +146,7 @@ case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLo
       kept: LogicalPlan,
       column: Attribute): Boolean = (kept, filter.references.toSeq) match {
     case (local: LocalRelation, Seq(ref)) if ref.exprId == key.exprId && filter.deterministic &&
-        ref.dataType == column.dataType =>
+        ref.dataType == column.dataType && local.data.size <= MaxValuesChecked =>
       val ordinal = local.output.indexWhere(_.exprId == column.exprId)
       val bound = BindReferences.bindReference(filter, Seq(ref))
       ordinal >= 0 && scala.util.Try(local.data.iterator.map(_.get(ordinal, column.dataType))
@@ -120,4 +154,7 @@ case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLo
         .forall(v => bound.eval(InternalRow(v)) == true)).getOrElse(false)
     case _ => false
   }
+
+  // Analysis is on the driver: a list of values is checked only when it is short.
+  private val MaxValuesChecked = 100000
 }

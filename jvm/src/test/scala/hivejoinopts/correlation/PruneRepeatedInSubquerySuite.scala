@@ -103,6 +103,30 @@ class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
     }
   }
 
+  test("the other rules' rewrites of each subquery do not hide the repeated rows") {
+    // Sales and returns skewed on one order number each, and thresholds low enough that the skew
+    // split rewrites the joins inside each subquery (into unions) when Spark optimizes it.
+    table("skewed_sales", spark.range(0, 1200).selectExpr(
+      "CASE WHEN id % 3 = 0 THEN 7 ELSE id % 300 END AS o", "id % 7 AS wh", "id AS amount"))
+    table("skewed_ret", spark.range(0, 600).selectExpr(
+      "CASE WHEN id % 2 = 0 THEN 21 WHEN id % 17 = 0 THEN NULL ELSE id * 3 % 1000 END AS ro",
+      "id AS r"))
+    val sql = q95.replace("sales", "skewed_sales").replace("ret", "skewed_ret")
+    withSQLConf(
+        "spark.sql.autoBroadcastJoinThreshold" -> "-1",
+        HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_INPUT_BYTES.key -> "0",
+        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_ROWS.key -> "5",
+        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.1") {
+      val others = withSQLConf(HiveJoinOptsConf.PRUNE_REPEATED_IN_SUBQUERY.key -> "false") {
+        decisionsOf(spark.sql(sql)).filter(_.fired).map(_.rule)
+      }
+      assert(others.toSet == Set("SkewJoinSplit"), others)
+      val df = spark.sql(sql)
+      assert(firedBy(Rule, df).nonEmpty, decisionsOf(df).mkString("\n"))
+      assert(checkSameAnswer(spark.sql(sql)).head.getLong(0) > 0)
+    }
+  }
+
   test("the flag switches the rule per session") {
     withSQLConf(HiveJoinOptsConf.PRUNE_REPEATED_IN_SUBQUERY.key -> "false") {
       assert(decisionsOf(spark.sql(q95)).forall(_.rule != Rule))
