@@ -17,6 +17,13 @@ os.environ.setdefault("HIVE_JOIN_OPTS_LOG4J2", str(ROOT / "conf" / "log4j2.prope
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-queries", type=int, default=200,
+                     help="queries the differential fuzzer runs (default 200)")
+    parser.addoption("--fuzz-seed", type=int, default=20,
+                     help="the differential fuzzer's seed (default 20)")
+
+
 @pytest.fixture(scope="session")
 def spark():
     from hive_join_opts._session import local_session

@@ -84,6 +84,21 @@ def _cmd_bench(args) -> int:
     return bench_main(args)
 
 
+def _cmd_fuzz(args) -> int:
+    import tempfile
+
+    from ._session import local_session
+    from .fuzz import fuzz
+
+    spark = local_session("hive-join-opts fuzz")
+    with tempfile.TemporaryDirectory(prefix="hive-join-opts-fuzz-") as folder:
+        report = fuzz(spark, args.queries, args.seed, Path(folder), only=args.only)
+    print(report.summary())
+    if args.out:
+        Path(args.out).write_text(report.to_json())
+    return 1 if report.failures else 0
+
+
 def _cmd_flags(args) -> int:
     if args.markdown or args.conf:
         from ._docs import flags_markdown, spark_defaults_conf
@@ -136,6 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_arguments(p)
     p.set_defaults(run=_cmd_bench)
+
+    p = sub.add_parser("fuzz", help="random queries with the extension off and on: same rows?")
+    p.add_argument("--queries", type=int, default=1000, help="how many queries (default 1000)")
+    p.add_argument("--seed", type=int, default=1, help="the run's seed (default 1)")
+    p.add_argument("--only", type=int, metavar="N",
+                   help="run only query number N of the seed (what a failure says to reproduce)")
+    p.add_argument("--out", metavar="FILE", help="also write the report as JSON")
+    p.set_defaults(run=_cmd_fuzz)
 
     p = sub.add_parser("flags", help="list the flags and their Python keywords")
     out = p.add_mutually_exclusive_group()

@@ -1,0 +1,216 @@
+"""Runs fuzzed queries with the extension off and on, and compares their rows.
+
+Each query runs twice in one session: with `spark.sql.hiveJoinOpts.enabled=false` (Spark's own
+plan) and with it on, in strict mode and with Spark's plan-change validation, so that a rule that
+throws or returns a malformed plan fails the query. The rows are compared as multisets (doubles
+within a tolerance, NaN equal to NaN). A query that fails with the extension off too was written
+badly by the generator; it is counted, not compared.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .._compare import difference
+from .queries import QueryGenerator
+from .tables import build_world
+
+PREFIX = "spark.sql.hiveJoinOpts."
+
+# Thresholds lowered so that every rule fires on tables of a few thousand rows.
+FIXED_SETTINGS = {
+    PREFIX + "strict": "true",
+    "spark.sql.planChangeValidation": "true",
+    PREFIX + "skewJoin.detection.minInputBytes": "0",
+    PREFIX + "skewJoin.detection.minKeyRows": "5",
+    PREFIX + "skewJoin.detection.minKeyFraction": "0.1",
+    PREFIX + "mapJoinPruning.bigSide.minBytes": "0",
+    PREFIX + "correlation.coarsenJoinShuffle.minDistinctKeys": "0",
+}
+
+
+def draw_settings(rnd: random.Random) -> dict[str, str]:
+    """The per-query settings: how Spark plans joins, and the rules' choices."""
+    return {
+        "spark.sql.autoBroadcastJoinThreshold": rnd.choice(["-1", "-1", "10485760"]),
+        "spark.sql.adaptive.enabled": rnd.choice(["true", "true", "true", "false"]),
+        "spark.sql.shuffle.partitions": rnd.choice(["3", "4", "7"]),
+        # Without constraint propagation Spark infers no IS NOT NULL filters from join keys.
+        "spark.sql.constraintPropagation.enabled": rnd.choice(["true"] * 4 + ["false"]),
+        PREFIX + "skewJoin.form": rnd.choice(["auto", "union", "salted"]),
+        PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap": rnd.choice(["0.5", "1"]),
+    }
+
+
+@dataclass
+class Case:
+    """One fuzzed query and what happened to it."""
+
+    index: int
+    seed: int
+    world_seed: str
+    settings: dict[str, str]
+    sql: str
+    shape: str
+    status: str = "pending"  # same | differ | failed | invalid
+    detail: str = ""
+    fired: list[str] = field(default_factory=list)
+    tables: str = ""
+
+    def reproduction(self) -> str:
+        settings = "\n".join(f"SET {k}={v};" for k, v in self.settings.items())
+        tables = f"\ntables (world {self.world_seed}):\n{self.tables}" if self.tables else ""
+        return (f"query {self.index} of seed {self.seed} ({self.shape}): {self.status}: {self.detail}\n"
+                f"reproduce: hive-join-opts fuzz --seed {self.seed} --only {self.index}{tables}\n"
+                f"{settings}\n{self.sql};")
+
+
+@dataclass
+class Report:
+    seed: int
+    queries: int
+    seconds: float
+    statuses: Counter
+    fired: Counter
+    shapes: Counter
+    rules: list[str]
+    failures: list[Case]
+    invalid: list[Case]
+
+    def never_fired(self) -> list[str]:
+        return [r for r in self.rules if self.fired[r] == 0]
+
+    def summary(self) -> str:
+        lines = [f"fuzz: {self.queries} queries from seed {self.seed} in {self.seconds:.0f} s: "
+                 + ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items())),
+                 "queries in which each rule fired:"]
+        width = max((len(r) for r in self.rules), default=10)
+        for rule in self.rules:
+            lines.append(f"  {rule.ljust(width)}  {self.fired[rule]}")
+        lines.append("shapes drawn: " + ", ".join(f"{s} {n}" for s, n in sorted(self.shapes.items())))
+        if self.invalid:
+            lines.append(f"{len(self.invalid)} queries failed with the extension off too "
+                         f"(the generator's fault), first: {self.invalid[0].detail[:200]}")
+        for case in self.failures:
+            lines.append("")
+            lines.append("FAILED " + case.reproduction())
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "seed": self.seed, "queries": self.queries, "seconds": self.seconds,
+            "statuses": dict(self.statuses), "fired": {r: self.fired[r] for r in self.rules},
+            "shapes": dict(self.shapes), "failures": [asdict(c) for c in self.failures],
+            "invalid": [asdict(c) for c in self.invalid],
+        }, indent=2)
+
+
+def expected_rules(spark) -> list[str]:
+    """The rules that rewrite optimized or physical plans, as the loaded extension injects them
+    (the analyzer's resolution rules only read the SKEW hint)."""
+    injected = list(spark._jvm.hivejoinopts.HiveJoinOpts.injectedRules(spark._jsparkSession))
+    names = []
+    for entry in injected:
+        hook, name = entry.split(":", 1)
+        if hook not in ("hintResolution", "resolution") and name not in names:
+            names.append(name)
+    return names
+
+
+def _collect(spark, sql: str):
+    return spark.sql(sql).collect()
+
+
+def _error(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"[:2000]
+
+
+def run_case(spark, case: Case) -> Case:
+    """Runs one case off and on and fills in its status."""
+    from .._session import last_decisions
+
+    for key, value in case.settings.items():
+        spark.conf.set(key, value)
+    spark.conf.set(PREFIX + "enabled", "false")
+    try:
+        off = _collect(spark, case.sql)
+    except Exception as e:  # noqa: BLE001 - a bad query from the generator
+        case.status, case.detail = "invalid", _error(e)
+        return case
+    spark.conf.set(PREFIX + "enabled", "true")
+    try:
+        on = _collect(spark, case.sql)
+    except Exception as e:  # noqa: BLE001 - the extension broke the query
+        case.status, case.detail = "failed", "with the extension: " + _error(e)
+        return case
+    finally:
+        case.fired = sorted({d.rule for d in last_decisions(spark) if d.fired})
+    diff = difference(off, on)
+    case.status, case.detail = ("differ", diff) if diff else ("same", "")
+    return case
+
+
+def fuzz(
+    spark,
+    queries: int,
+    seed: int,
+    folder: Path,
+    queries_per_world: int = 40,
+    only: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """Runs `queries` fuzzed queries from `seed` (or only query number `only`), on new tables
+    every `queries_per_world` queries, and restores the session's settings afterwards."""
+    progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    touched = list(FIXED_SETTINGS) + list(draw_settings(random.Random(0))) + [PREFIX + "enabled"]
+    saved = {k: spark.conf.get(k, None) for k in touched}
+    rules = expected_rules(spark)
+    statuses, fired, shapes = Counter(), Counter(), Counter()
+    failures, invalid = [], []
+    indices = [only] if only is not None else list(range(queries))
+    start = time.monotonic()
+    world, world_index = None, None
+    try:
+        for key, value in FIXED_SETTINGS.items():
+            spark.conf.set(key, value)
+        for n, i in enumerate(indices):
+            w = i // queries_per_world
+            if w != world_index:
+                world_seed = f"{seed}:world:{w}"
+                world = build_world(spark, random.Random(world_seed), folder / f"world{w}",
+                                    world_seed)
+                world_index = w
+            rnd = random.Random(f"{seed}:query:{i}")
+            q = QueryGenerator(rnd, world).query()
+            case = Case(i, seed, world.seed, draw_settings(rnd), q.sql, q.shape,
+                        tables=world.describe())
+            run_case(spark, case)
+            statuses[case.status] += 1
+            shapes[case.shape] += 1
+            fired.update(case.fired)
+            if case.status in ("differ", "failed"):
+                failures.append(case)
+                progress("FAILED " + case.reproduction())
+            elif case.status == "invalid":
+                invalid.append(case)
+            if (n + 1) % 25 == 0 or n + 1 == len(indices):
+                elapsed = time.monotonic() - start
+                left = elapsed / (n + 1) * (len(indices) - n - 1)
+                progress(f"fuzz: {n + 1}/{len(indices)} queries, {len(failures)} failed, "
+                         f"{elapsed:.0f} s elapsed, about {left:.0f} s left")
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+    return Report(seed, len(indices), time.monotonic() - start, statuses, fired, shapes, rules,
+                  failures, invalid)
