@@ -46,7 +46,7 @@ object HiveJoinOpts extends Logging {
   def injectedRules(session: SparkSession): java.util.List[String] = {
     val state = SparkShims.classicSession(session).sessionState
     val lists: Seq[(String, Seq[AnyRef])] = Seq(
-      "hintResolution" -> state.analyzer.hintResolutionRules,
+      "hintResolution" -> SparkShims.hintResolutionRules(state.analyzer),
       "resolution" -> state.analyzer.extendedResolutionRules,
       "postHocResolution" -> state.analyzer.postHocResolutionRules,
       "optimizer" -> state.optimizer.extendedOperatorOptimizationRules,
@@ -77,6 +77,7 @@ object HiveJoinOpts extends Logging {
    * nothing), and registers the flags. Returns what needs `spark.sql.extensions` at start.
    */
   def installOnLiveSession(session: SparkSession): java.util.List[String] = synchronized {
+    BuildInfo.unsupportedSpark(session.version).foreach(m => throw new UnsupportedSparkException(m))
     HiveJoinOptsConf.register()
     val experimental = SparkShims.classicSession(session).experimental
     val present = experimental.extraOptimizations.map(_.getClass).toSet
@@ -97,8 +98,9 @@ object HiveJoinOpts extends Logging {
   def explain(ds: Dataset[_], execute: Boolean = false): Explanation = {
     val original = SparkShims.classicDataset(ds).queryExecution
     val session = original.sparkSession
-    val qe = new QueryExecution(session, original.logical, new QueryPlanningTracker,
-      CommandExecutionMode.SKIP)
+    // A fresh query execution, with a tracker of its own that its decisions are filed under.
+    val qe = SparkShims.classicSession(session).sessionState
+      .executePlan(original.logical, CommandExecutionMode.SKIP)
     qe.executedPlan
     if (execute && !qe.analyzed.isInstanceOf[Command]) {
       SQLExecution.withNewExecutionId(qe, Some("hive-join-opts explain")) {
@@ -152,4 +154,6 @@ object HiveJoinOpts extends Logging {
   def version: String = BuildInfo.version
 
   def sparkVersion: String = BuildInfo.sparkVersion
+
+  def sparkLines: java.util.List[String] = BuildInfo.sparkLines.asJava
 }

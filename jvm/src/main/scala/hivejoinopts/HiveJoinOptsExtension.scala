@@ -6,6 +6,7 @@ import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 
+import hivejoinopts.compat.SparkShims
 import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, GroupByCastJoinKey, MergeSameKeyAggregates, PruneRepeatedInSubquery}
 import hivejoinopts.mapjoinpruning.JoinKeyValuePushdown
 
@@ -17,11 +18,12 @@ import hivejoinopts.mapjoinpruning.JoinKeyValuePushdown
  */
 class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Logging {
 
-  override def apply(ext: SparkSessionExtensions): Unit = {
-    BuildInfo.sparkMismatch(SPARK_VERSION).foreach { message =>
-      logError(s"$message The extension is not loaded.")
-      return
-    }
+  override def apply(ext: SparkSessionExtensions): Unit = applyOn(ext, SPARK_VERSION)
+
+  private[hivejoinopts] def applyOn(ext: SparkSessionExtensions, sparkVersion: String): Unit = {
+    // On another Spark line the rules would not work, or not work right: the session does not
+    // start, rather than start without them while `SET spark.sql.hiveJoinOpts.*` still works.
+    BuildInfo.unsupportedSpark(sparkVersion).foreach(m => throw new UnsupportedSparkException(m))
     // Declaring the flags registers them, so bad values fail at SET from the first query on.
     HiveJoinOptsConf.register()
 
@@ -46,8 +48,9 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     ext.injectPreCBORule(JoinKeyValuePushdown(_))
 
     // ---- skew join ----
-    // Hint batch: SKEW(t, c) written without quotes would otherwise be resolved as columns.
-    ext.injectHintResolutionRule(_ => skew.SkewHintNames)
+    // Before column resolution (the hint batch; the parser on Spark 3.5): SKEW(t, c) written
+    // without quotes would otherwise be resolved as columns.
+    SparkShims.injectSkewHintNames(ext, skew.SkewHintNames)
     // Analysis: Spark drops hints it does not know once relations are resolved, so the SKEW
     // hint is read in the resolution batch, as soon as the relations it names are resolved.
     ext.injectResolutionRule(skew.ResolveSkewHint)
@@ -55,7 +58,7 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     // selection, so that the skewed-key branch is planned as a broadcast join. Last of the
     // Pre-CBO rules: it copies join inputs, so the rules above see each read once, and it
     // samples inputs that already carry the pushed join-key values.
-    ext.injectPreCBORule(skew.SkewJoinSplit)
+    ext.injectPreCBORule(skew.SkewJoinSplit(_))
   }
 }
 

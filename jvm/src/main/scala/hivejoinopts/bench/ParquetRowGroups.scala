@@ -82,7 +82,7 @@ object ParquetRowGroups {
     case Some(p) =>
       val options = HadoopReadOptions.builder(hadoopConf, file.toPath)
         .withRecordFilter(FilterCompat.get(p)).build()
-      val reader = new ParquetFileReader(hadoopConf, file.toPath, footer(file, hadoopConf), options)
+      val reader = ParquetFileReader.open(HadoopInputFile.fromPath(file.toPath, hadoopConf), options)
       try reader.getRowGroups.asScala.toSeq finally reader.close()
   }
 
@@ -100,8 +100,8 @@ object ParquetRowGroups {
           stats == null || stats.isEmpty
         } else {
           val typed: Iterable[Comparable[_]] = chunk.getPrimitiveType.getPrimitiveTypeName match {
-            case PrimitiveTypeName.INT32 => keys.flatMap(_.toIntOption).map(Integer.valueOf)
-            case PrimitiveTypeName.INT64 => keys.flatMap(_.toLongOption).map(java.lang.Long.valueOf)
+            case PrimitiveTypeName.INT32 => keys.flatMap(k => scala.util.Try(k.toInt).toOption).map(Integer.valueOf)
+            case PrimitiveTypeName.INT64 => keys.flatMap(k => scala.util.Try(k.toLong).toOption).map(java.lang.Long.valueOf)
             case PrimitiveTypeName.BINARY => keys.map(Binary.fromString)
             case _ => return true
           }

@@ -403,7 +403,7 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
           }
             .flatMap(m => search(i + 1, it :: used, m :: merges))
         }
-      }.nextOption()
+      }.take(1).toList.headOption
     }
     search(0, Nil, Nil)
   }

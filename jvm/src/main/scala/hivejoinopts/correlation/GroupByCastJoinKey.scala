@@ -4,10 +4,10 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, Cast, Expression, SubqueryExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Filter, Join, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.trees.TreePattern.{AGGREGATE, JOIN}
-import org.apache.spark.sql.catalyst.util.CollationFactory
 import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.types.{BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType, IntegerType, LongType, ShortType, StringType, TimestampNTZType, TimestampType}
 
+import hivejoinopts.compat.SparkShims
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
 import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, JoinKeys, SparkJoinSelection}
@@ -107,7 +107,7 @@ case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogical
   private def equalMeansIdentical(t: DataType): Boolean = t match {
     case ByteType | ShortType | IntegerType | LongType | _: DecimalType | DateType |
          TimestampType | TimestampNTZType | BooleanType | BinaryType => true
-    case s: StringType => s.collationId == CollationFactory.UTF8_BINARY_COLLATION_ID
+    case s: StringType => SparkShims.binaryCollation(s)
     case _ => false
   }
 

@@ -61,7 +61,7 @@ case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLo
             case (other @ InSubquery(Seq(v), q), i) if i != j && isSimple(other) &&
                 v.semanticEquals(value) => q
           }
-          others.iterator.flatMap(known => pruned(query, known)).nextOption() match {
+          others.iterator.flatMap(known => pruned(query, known)).take(1).toList.headOption match {
             case Some(newPlan) =>
               changed = true
               fired(s"IN subquery on ${value.sql} reading ${Candidates.tables(query.plan)}",
@@ -86,7 +86,7 @@ case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLo
     innerJoin(stripNames(query.plan)).flatMap { case (c, l, r, conds) =>
       Seq((l, r), (r, l)).iterator.flatMap { case (kept, other) =>
         prunedJoin(c, kept, other, conds, stripNames(known.plan))
-      }.nextOption()
+      }.take(1).toList.headOption
     }
 
   /**

@@ -16,6 +16,7 @@ import org.apache.spark.sql.hivejoinopts.Flag
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
 import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
+import hivejoinopts.rules.FileRelation
 
 /**
  * Map-join partition pruning with value-set pushdown (Hive's HIVE-5119 and its extension to
@@ -258,7 +259,7 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
      * too much for any to be skipped ([[RowGroupOverlap]]).
      */
     private def unorderedParquet(t: Target): Option[String] = (t.use, t.scan) match {
-      case (ScanUse.PushedFilter("Parquet"), l @ LogicalRelation(fs: HadoopFsRelation, _, _, _, _))
+      case (ScanUse.PushedFilter("Parquet"), l @ FileRelation(fs))
           if sampleFiles > 0 && maxOverlap < 1 =>
         overlaps.getOrElseUpdate((l, t.column.name.toLowerCase),
           RowGroupOverlap.of(session, fs, t.column.name, sampleFiles, deadline).collect {

@@ -6,6 +6,8 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 import org.apache.spark.sql.execution.datasources.v2.orc.OrcTable
 import org.apache.spark.sql.types.{DataType, StringType}
 
+import hivejoinopts.rules.FileRelation
+
 /**
  * ORC orders string statistics by UTF-16 code units, Spark by UTF-8 bytes (they differ from
  * U+E000 up): a filter on string values pushed into an ORC scan could skip row groups that hold
@@ -21,7 +23,7 @@ private[hivejoinopts] object OrcStringStatistics {
 
   /** True when `plan` reads an ORC table, through a V1 file source or a V2 scan. */
   def readsOrc(plan: LogicalPlan): Boolean = plan.exists {
-    case LogicalRelation(fs: HadoopFsRelation, _, _, _, _) => isOrc(fs.fileFormat)
+    case FileRelation(fs) => isOrc(fs.fileFormat)
     case r: DataSourceV2Relation => r.table.isInstanceOf[OrcTable]
     case _ => false
   }

@@ -16,6 +16,7 @@ import org.apache.spark.unsafe.types.UTF8String
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.compat.SparkShims
+import hivejoinopts.rules.FileRelation
 
 /**
  * A scan's file index without the files that Parquet footers proved to hold no wanted key.
@@ -117,7 +118,7 @@ private[hivejoinopts] object ParquetFileSkipping {
         column.metadata.contains("parquet.field.id") =>
       Left(s"${column.name} is matched by its Parquet field id " +
         "(spark.sql.parquet.fieldId.read.enabled)")
-    case l @ LogicalRelation(fs: HadoopFsRelation, _, _, _, _)
+    case l @ FileRelation(fs)
         if fs.fileFormat.isInstanceOf[ParquetFileFormat] =>
       val (underlying, already, alreadyBytes) = fs.location match {
         case p: FooterPrunedFileIndex => (p.underlying, p.skipped, p.skippedBytes)
@@ -195,9 +196,9 @@ private[hivejoinopts] object ParquetFileSkipping {
       case (s: StringType, PrimitiveTypeName.BINARY, _: StringLogicalTypeAnnotation)
           if ValueSetPushdown.supportedType(s) && !s.isInstanceOf[CharType] &&
             !s.isInstanceOf[VarcharType] =>
-        Some((stat, value) => UTF8String.fromBytes(
-          stat.asInstanceOf[org.apache.parquet.io.api.Binary].getBytes)
-          .binaryCompare(value.asInstanceOf[UTF8String]))
+        Some((stat, value) => SparkShims.compareBytes(UTF8String.fromBytes(
+          stat.asInstanceOf[org.apache.parquet.io.api.Binary].getBytes),
+          value.asInstanceOf[UTF8String]))
       case _ => None
     }
   }

@@ -4,13 +4,15 @@ import org.apache.spark.sql.catalyst.catalog.HiveTableRelation
 import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, AttributeSet, Cast, EvalMode, Expression, GreaterThanOrEqual, In, InSet, LessThanOrEqual, Literal, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.catalyst.plans.logical._
-import org.apache.spark.sql.catalyst.util.{CollationFactory, TypeUtils}
+import org.apache.spark.sql.catalyst.util.TypeUtils
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 
+import hivejoinopts.compat.SparkShims
 import hivejoinopts.rules.Candidates
+import hivejoinopts.rules.FileRelation
 
 /** How a scan uses a value set pushed on one of its columns. */
 private[mapjoinpruning] sealed abstract class ScanUse(val describe: String)
@@ -184,7 +186,7 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
   private def use(leaf: LeafNode, column: AttributeReference): Either[String, ScanUse] = {
     val table = Candidates.tables(leaf)
     leaf match {
-      case l @ LogicalRelation(fs: HadoopFsRelation, _, _, _, _) =>
+      case l @ FileRelation(fs) =>
         val partitionColumns = AttributeSet(
           l.resolve(fs.partitionSchema, SQLConf.get.resolver))
         if (partitionColumns.contains(column)) {
@@ -218,7 +220,7 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
     case ByteType | ShortType | IntegerType | LongType => true
     case _: DecimalType => true
     case DateType | TimestampType | TimestampNTZType => true
-    case s: StringType => s.collationId == CollationFactory.UTF8_BINARY_COLLATION_ID
+    case s: StringType => SparkShims.binaryCollation(s)
     case _ => false
   }
 

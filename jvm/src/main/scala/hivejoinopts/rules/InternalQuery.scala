@@ -59,7 +59,7 @@ object InternalQuery {
     val cancel = timer.scheduleAtFixedRate(new Runnable {
       override def run(): Unit = {
         timedOut = true
-        sc.cancelJobsWithTag(tag, s"hive-join-opts: $what ran longer than $timeoutMs ms")
+        SparkShims.cancelJobsWithTag(sc, tag, s"hive-join-opts: $what ran longer than $timeoutMs ms")
       }
     }, timeoutMs, 50, TimeUnit.MILLISECONDS)
     try {

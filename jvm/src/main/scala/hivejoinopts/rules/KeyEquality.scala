@@ -1,7 +1,8 @@
 package hivejoinopts.rules
 
-import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.types.{ArrayType, DataType, DoubleType, FloatType, MapType, StructType}
+
+import hivejoinopts.compat.SparkShims
 
 /** What equality of join and group keys means for a type, where rewrites depend on it. */
 object KeyEquality {
@@ -11,7 +12,7 @@ object KeyEquality {
    * group's key is the same value whichever of its rows produced it. False for strings with a
    * collation other than binary, where 'a' and 'A' can be one group.
    */
-  def bytewise(dt: DataType): Boolean = UnsafeRowUtils.isBinaryStable(dt)
+  def bytewise(dt: DataType): Boolean = SparkShims.bytewiseEquality(dt)
 
   /**
    * Equal values are identical without any normalization: also false for floating point, where

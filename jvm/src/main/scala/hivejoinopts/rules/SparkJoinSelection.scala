@@ -2,9 +2,11 @@ package hivejoinopts.rules
 
 import org.apache.spark.sql.catalyst.expressions.{Expression, RowOrdering}
 import org.apache.spark.sql.catalyst.optimizer.{BuildSide, JoinSelectionHelper}
-import org.apache.spark.sql.catalyst.plans.{InnerLike, LeftSingle}
+import org.apache.spark.sql.catalyst.plans.InnerLike
 import org.apache.spark.sql.catalyst.plans.logical.Join
 import org.apache.spark.sql.internal.SQLConf
+
+import hivejoinopts.compat.SparkShims
 
 /**
  * What Spark's physical join selection (`JoinSelection`) will do with an equi-join, asked
@@ -18,14 +20,15 @@ object SparkJoinSelection extends JoinSelectionHelper {
    * broadcast out; then the size.
    */
   def broadcastSide(j: Join, leftKeys: Seq[Expression], conf: SQLConf): Option[BuildSide] =
-    getBroadcastBuildSide(j, hintOnly = true, conf).orElse {
+    SparkShims.broadcastBuildSide(j, hintOnly = true, conf).orElse {
       if (followsShuffleHint(j, leftKeys, conf)) None
-      else getBroadcastBuildSide(j, hintOnly = false, conf)
+      else SparkShims.broadcastBuildSide(j, hintOnly = false, conf)
     }
 
   private def followsShuffleHint(j: Join, leftKeys: Seq[Expression], conf: SQLConf): Boolean =
     !j.hint.isEmpty && (
-      (hintToSortMergeJoin(j.hint) && j.joinType != LeftSingle && RowOrdering.isOrderable(leftKeys)) ||
-        getShuffleHashJoinBuildSide(j, hintOnly = true, conf).isDefined ||
+      (hintToSortMergeJoin(j.hint) && !SparkShims.isLeftSingle(j.joinType) &&
+        RowOrdering.isOrderable(leftKeys)) ||
+        SparkShims.shuffleHashBuildSide(j, hintOnly = true, conf).isDefined ||
         (hintToShuffleReplicateNL(j.hint) && j.joinType.isInstanceOf[InnerLike]))
 }

@@ -14,6 +14,7 @@ import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.types.StringType
 
 import hivejoinopts.{HiveJoinOptsAnalysisException, HiveJoinOptsConf}
+import hivejoinopts.compat.SparkShims
 import hivejoinopts.HiveJoinOptsConf.Family
 import hivejoinopts.rules.{HiveJoinOptsLogicalRule, JoinKeys}
 
@@ -128,7 +129,7 @@ case class ResolveSkewHint(session: SparkSession)
   private def fail(hint: String, problem: String): Nothing =
     throw new HiveJoinOptsAnalysisException(s"SKEW hint $hint: $problem")
 
-  private def text(h: UnresolvedHint): String = h.parameters.map {
+  private def text(h: UnresolvedHint): String = SparkShims.hintParameters(h).map {
     case Literal(v, StringType) => s"'$v'"
     case u: UnresolvedAttribute => u.name
     case e => e.sql
@@ -143,7 +144,7 @@ case class ResolveSkewHint(session: SparkSession)
   /** The hint's child, the relation it names renewed, and the hint, registered. */
   private def resolve(h: UnresolvedHint): (LogicalPlan, HintedSkew) = {
     val hint = text(h)
-    if (h.parameters.isEmpty) fail(hint, "name the skewed table: SKEW('t'), SKEW('t', 'c'), ...")
+    if (SparkShims.hintParameters(h).isEmpty) fail(hint, "name the skewed table: SKEW('t'), SKEW('t', 'c'), ...")
     val (relation, named, rest) = findRelation(hint, h)
     val renewed = renew(named)
     val child = if (named eq h.child) renewed else h.child.transformUpWithNewOutput {
@@ -172,7 +173,8 @@ case class ResolveSkewHint(session: SparkSession)
   private def findRelation(
       hint: String,
       h: UnresolvedHint): (String, LogicalPlan, Seq[Expression]) = {
-    val first = h.parameters.head
+    val parameters = SparkShims.hintParameters(h)
+    val first = parameters.head
     val ident = name(first).getOrElse(fail(hint, s"${first.sql} is not a table name"))
     val inScope = scope(h.child)
     def named(p: LogicalPlan): Boolean = p match {
@@ -180,11 +182,11 @@ case class ResolveSkewHint(session: SparkSession)
       case _ => false
     }
     inScope.filter(named).distinct match {
-      case Seq(a: SubqueryAlias) => (a.identifier.name, a, h.parameters.tail)
+      case Seq(a: SubqueryAlias) => (a.identifier.name, a, parameters.tail)
       case Seq() if ident.size == 1 &&
           h.child.output.exists(o => session.sessionState.conf.resolver(o.name, ident.head)) =>
         // DataFrame form: df.hint("skew", "c", ...) names the columns of the DataFrame itself.
-        ("the DataFrame", h.child, h.parameters)
+        ("the DataFrame", h.child, parameters)
       case Seq() =>
         val names = inScope.collect { case a: SubqueryAlias => a.identifier.name }.distinct
         val enclosing = inScope.collect { case a: SubqueryAlias if a.child.exists(named) => a }
@@ -291,8 +293,9 @@ case class ResolveSkewHint(session: SparkSession)
 }
 
 /**
- * Makes the names in a SKEW hint written without quotes, SKEW(t, c, 1), string literals, in
- * the hint batch: otherwise the resolution batch would try to resolve them as columns of the
+ * Makes the names in a SKEW hint written without quotes, SKEW(t, c, 1), string literals before
+ * column resolution (in the hint batch; on Spark 3.5, which has no hook there, on the plans the
+ * parser makes): otherwise the resolution batch would try to resolve them as columns of the
  * query and fail (`c` is often ambiguous). It only quotes names, so it is not switched by flags:
  * with the extension off, Spark then drops the hint as an unknown one instead of failing.
  */
@@ -301,20 +304,23 @@ object SkewHintNames extends org.apache.spark.sql.catalyst.rules.Rule[LogicalPla
   def isSkew(h: UnresolvedHint): Boolean = h.name.toUpperCase(Locale.ROOT) == "SKEW"
 
   override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
-    case h: UnresolvedHint if isSkew(h) && h.parameters.exists(hasName) =>
-      h.copy(parameters = h.parameters.map {
-        case u: UnresolvedAttribute => Literal(u.name)
-        case s: CreateNamedStruct => s.copy(children = s.children.map {
-          case u: UnresolvedAttribute => Literal(u.name)
-          case other => other
-        })
-        case other => other
+    case h: UnresolvedHint if isSkew(h) && SparkShims.hintParameters(h).exists(hasName) =>
+      SparkShims.withHintParameters(h, SparkShims.hintParameters(h).map {
+        case s: CreateNamedStruct => s.copy(children = s.children.map(quoted))
+        case other => quoted(other)
       })
   }
 
+  private def quoted(e: Expression): Expression = e match {
+    case u: UnresolvedAttribute => Literal(u.name)
+    // A name column resolution already took for a column (where the hint is read after it).
+    case a: Attribute => Literal(a.name)
+    case other => other
+  }
+
   private def hasName(e: Expression): Boolean = e match {
-    case _: UnresolvedAttribute => true
-    case s: CreateNamedStruct => s.children.exists(_.isInstanceOf[UnresolvedAttribute])
+    case _: Attribute => true
+    case s: CreateNamedStruct => s.children.exists(_.isInstanceOf[Attribute])
     case _ => false
   }
 }

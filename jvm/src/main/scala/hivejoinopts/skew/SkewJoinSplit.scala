@@ -22,8 +22,8 @@ import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf._
 import hivejoinopts.mapjoinpruning.{Narrowing, OrcStringStatistics, ParquetFileSkipping, RowGroupOverlap}
 import hivejoinopts.mapjoinpruning.ParquetFileSkipping.Kept
-import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, JoinKeys, KeyPair,
-  SparkJoinSelection}
+import hivejoinopts.rules.{Candidates, FileRelation, GroupingKeys, HiveJoinOptsLogicalRule, JoinKeys,
+  KeyPair, SparkJoinSelection}
 
 /**
  * Splits a join whose keys are skewed: the heavy-hitter keys are joined map-side (the other
@@ -530,7 +530,7 @@ case class SkewJoinSplit(session: SparkSession)
   private def rereadShare(b: Input, skew: SkewedKeys): Option[Double] = skew.keyIndexes match {
     case Seq(i) =>
       keyColumn(b.plan, b.keys(i)) match {
-        case Some((LogicalRelation(fs: HadoopFsRelation, _, _, _, _), a))
+        case Some((FileRelation(fs), a))
             if fs.fileFormat.isInstanceOf[ParquetFileFormat] && fs.partitionSchema.isEmpty =>
           val values = Narrowing.toColumn(skew.values.map(_.head), b.keys(i).dataType, a.dataType)
           RowGroupOverlap.rowShareMayHold(session, fs, a.name, a.dataType, values,
