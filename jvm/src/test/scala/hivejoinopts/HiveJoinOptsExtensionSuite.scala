@@ -25,17 +25,28 @@ class HiveJoinOptsExtensionSuite extends HiveJoinOptsQueryTest {
     assert(HiveJoinOpts.isActive(spark))
   }
 
-  test("the JAR knows the Spark it was built for and accepts only that one") {
-    assert(BuildInfo.sparkVersion == org.apache.spark.SPARK_VERSION)
-    assert(BuildInfo.sparkMismatch(org.apache.spark.SPARK_VERSION).isEmpty)
-    val message = BuildInfo.sparkMismatch("3.5.1").get
-    assert(message.contains("Spark 3.5.1") && message.contains(BuildInfo.sparkVersion), message)
+  test("the JAR checks the Spark line it runs on, not the patch") {
+    val running = org.apache.spark.SPARK_VERSION
+    assert(BuildInfo.sparkVersion == running)
+    assert(BuildInfo.sparkLines.contains(BuildInfo.lineOf(running)))
+    assert(BuildInfo.unsupportedSpark(running).isEmpty)
+    assert(BuildInfo.unsupportedSpark(BuildInfo.lineOf(running) + ".99").isEmpty)
+    val message = BuildInfo.unsupportedSpark("3.4.1").get
+    assert(message.contains("Spark 3.4.1") && message.contains(BuildInfo.sparkLine) &&
+      message.contains("hive-join-opts jar-path --spark 3.4"), message)
+  }
+
+  test("on another Spark line the extension fails the session start") {
+    val e = intercept[UnsupportedSparkException] {
+      new HiveJoinOptsExtension().applyOn(new org.apache.spark.sql.SparkSessionExtensions, "3.4.1")
+    }
+    assert(e.getMessage.contains("this is Spark 3.4.1"), e.getMessage)
   }
 
   test("a failing rule leaves the query answering correctly when not strict") {
-    val expected = withSQLConf(TestRuleFlags.THROWING.key -> "false")(joinQuery.collect().toSeq)
+    val expected = withConf(TestRuleFlags.THROWING.key -> "false")(joinQuery.collect().toSeq)
     assert(expected.size == 50)
-    withSQLConf(TestRuleFlags.THROWING.key -> "true", HiveJoinOptsConf.STRICT.key -> "false") {
+    withConf(TestRuleFlags.THROWING.key -> "true", HiveJoinOptsConf.STRICT.key -> "false") {
       val df = joinQuery
       checkAnswer(df, expected)
       val failed = decisionsOf(df).filter(_.outcome == Outcome.Failed)
@@ -45,7 +56,7 @@ class HiveJoinOptsExtensionSuite extends HiveJoinOptsQueryTest {
   }
 
   test("a failing rule fails the query in strict mode") {
-    withSQLConf(TestRuleFlags.THROWING.key -> "true", HiveJoinOptsConf.STRICT.key -> "true") {
+    withConf(TestRuleFlags.THROWING.key -> "true", HiveJoinOptsConf.STRICT.key -> "true") {
       val e = intercept[Exception](joinQuery.collect())
       assert(Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null)
         .exists(_.getMessage == "deliberate failure"), e)
@@ -53,7 +64,7 @@ class HiveJoinOptsExtensionSuite extends HiveJoinOptsQueryTest {
   }
 
   test("a rule runs only when the master, family and own flags are all on") {
-    def recorded(conf: (String, String)*): Int = withSQLConf(conf: _*) {
+    def recorded(conf: (String, String)*): Int = withConf(conf: _*) {
       decisionsOf(joinQuery).count(_.rule == "RecordingRule")
     }
     assert(recorded() == 1)

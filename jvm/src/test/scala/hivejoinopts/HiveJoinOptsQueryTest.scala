@@ -13,7 +13,8 @@ import hivejoinopts.log.Decision
  * strict mode on (a rule that throws fails the test), plus helpers to compare a query's answer
  * with the extension off and on.
  */
-trait HiveJoinOptsQueryTest extends QueryTest with SharedSparkSession with AdaptiveSparkPlanHelper {
+trait HiveJoinOptsQueryTest extends QueryTest with SharedSparkSession with AdaptiveSparkPlanHelper
+  with SessionConf {
 
   /** Extra extensions a suite loads next to ours (test-only rules). */
   protected def extraExtensions: Seq[String] = Nil
@@ -32,7 +33,7 @@ trait HiveJoinOptsQueryTest extends QueryTest with SharedSparkSession with Adapt
 
   /** Runs `f` with the master switch set to `on`. */
   protected def withExtension[T](on: Boolean)(f: => T): T =
-    withSQLConf(HiveJoinOptsConf.ENABLED.key -> on.toString)(f)
+    withConf(HiveJoinOptsConf.ENABLED.key -> on.toString)(f)
 
   /** The query's rows with the extension off, then asserts the same rows with it on. */
   protected def checkSameAnswer(query: => DataFrame): Seq[Row] = {

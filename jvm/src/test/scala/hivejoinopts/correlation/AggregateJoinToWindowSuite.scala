@@ -33,7 +33,7 @@ class AggregateJoinToWindowSuite extends CorrelationSuiteBase {
     val sql = """SELECT a.k, count(*) FROM (SELECT k, avg(v) AS av FROM t GROUP BY k) a
                 |JOIN t ON a.k = t.k WHERE t.v > a.av GROUP BY a.k""".stripMargin
     fires(sql)
-    withSQLConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
+    withConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
       val on = withExtension(on = true)(executedPlan(spark.sql(sql)))
       val off = withExtension(on = false)(executedPlan(spark.sql(sql)))
       assert(scansOf(off, "t") == 2)
@@ -45,7 +45,7 @@ class AggregateJoinToWindowSuite extends CorrelationSuiteBase {
   }
 
   test("the same with adaptive execution off") {
-    withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
+    withConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
       val sql = """SELECT a.k, count(*) FROM (SELECT k, avg(v) AS av FROM t GROUP BY k) a
                   |JOIN t ON a.k = t.k WHERE t.v > a.av GROUP BY a.k""".stripMargin
       fires(sql)
@@ -88,7 +88,7 @@ class AggregateJoinToWindowSuite extends CorrelationSuiteBase {
   }
 
   test("a left semi join with the aggregate (the kept side is the table)") {
-    withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true") {
+    withConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true") {
       fires("""SELECT * FROM t LEFT SEMI JOIN (SELECT k, max(v) AS mv FROM t GROUP BY k) a
               |ON t.k = a.k AND t.v = a.mv""".stripMargin)
       fires("""SELECT * FROM t LEFT ANTI JOIN (SELECT k, max(v) AS mv FROM t GROUP BY k) a
@@ -98,10 +98,10 @@ class AggregateJoinToWindowSuite extends CorrelationSuiteBase {
 
   test("the flag switches the rule per session") {
     val sql = "SELECT k, (SELECT avg(v) FROM t t2 WHERE t2.k = t1.k) FROM t t1"
-    withSQLConf(HiveJoinOptsConf.AGGREGATE_JOIN_TO_WINDOW.key -> "false") {
+    withConf(HiveJoinOptsConf.AGGREGATE_JOIN_TO_WINDOW.key -> "false") {
       assert(decisionsOf(spark.sql(sql)).forall(_.rule != Rule))
     }
-    withSQLConf(HiveJoinOptsConf.CORRELATION_ENABLED.key -> "false") {
+    withConf(HiveJoinOptsConf.CORRELATION_ENABLED.key -> "false") {
       assert(decisionsOf(spark.sql(sql)).forall(_.rule != Rule))
     }
     assert(firedBy(Rule, spark.sql(sql)).nonEmpty)

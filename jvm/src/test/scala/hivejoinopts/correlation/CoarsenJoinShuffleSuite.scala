@@ -32,7 +32,7 @@ class CoarsenJoinShuffleSuite extends CorrelationSuiteBase {
     """SELECT f1.k, count(*), sum(f2.w) FROM f1 JOIN f2 ON f1.k = f2.k AND f1.b = f2.b
       |GROUP BY f1.k""".stripMargin
 
-  private def withShuffledJoins[T](aqe: Boolean)(f: => T): T = withSQLConf(
+  private def withShuffledJoins[T](aqe: Boolean)(f: => T): T = withConf(
     SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
     SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> aqe.toString,
     HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "100")(f)
@@ -88,7 +88,7 @@ class CoarsenJoinShuffleSuite extends CorrelationSuiteBase {
 
   test("not when the coarser key has fewer distinct values than the bound") {
     withShuffledJoins(aqe = true) {
-      withSQLConf(HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "100000") {
+      withConf(HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "100000") {
         assertSkipped(Rule, spark.sql(joinThenGroup), "fewer than")
       }
     }
@@ -96,7 +96,7 @@ class CoarsenJoinShuffleSuite extends CorrelationSuiteBase {
 
   test("the flag switches the rule per session") {
     withShuffledJoins(aqe = true) {
-      withSQLConf(HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE.key -> "false") {
+      withConf(HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE.key -> "false") {
         assert(shufflesOf(withExtension(on = true)(executedPlan(spark.sql(joinThenGroup)))) == 3)
         assert(decisionsOf(spark.sql(joinThenGroup)).forall(_.rule != Rule))
       }

@@ -24,7 +24,7 @@ class GroupByCastJoinKeySuite extends CorrelationSuiteBase {
   private val joinThenGroup =
     "SELECT ints.k, count(*), sum(longs.w) FROM ints JOIN longs ON ints.k = longs.k GROUP BY ints.k"
 
-  private def withShuffledJoins[T](aqe: Boolean = true)(f: => T): T = withSQLConf(
+  private def withShuffledJoins[T](aqe: Boolean = true)(f: => T): T = withConf(
     SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
     SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> aqe.toString)(f)
 
@@ -127,7 +127,7 @@ class GroupByCastJoinKeySuite extends CorrelationSuiteBase {
 
   test("the flag switches the rule per session") {
     withShuffledJoins() {
-      withSQLConf(HiveJoinOptsConf.GROUP_BY_CAST_JOIN_KEY.key -> "false") {
+      withConf(HiveJoinOptsConf.GROUP_BY_CAST_JOIN_KEY.key -> "false") {
         assert(shuffles(joinThenGroup) == (3, 3))
         assert(decisionsOf(spark.sql(joinThenGroup)).forall(_.rule != Rule))
       }

@@ -83,7 +83,7 @@ class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
       .repartitionByRange(4, org.apache.spark.sql.functions.col("o")).sortWithinPartitions("o")
       .coalesce(1), Map("parquet.block.size" -> "2048"))
     val sorted = q95.replace("sales", "sorted_sales")
-    withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES.key -> "0") {
+    withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES.key -> "0") {
       val df = spark.sql(sorted)
       assert(firedBy("JoinKeyValuePushdown", df).nonEmpty, decisionsOf(df).mkString("\n"))
       assert(firedBy(Rule, df).nonEmpty, decisionsOf(df).mkString("\n"))
@@ -112,12 +112,12 @@ class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
       "CASE WHEN id % 2 = 0 THEN 21 WHEN id % 17 = 0 THEN NULL ELSE id * 3 % 1000 END AS ro",
       "id AS r"))
     val sql = q95.replace("sales", "skewed_sales").replace("ret", "skewed_ret")
-    withSQLConf(
+    withConf(
         "spark.sql.autoBroadcastJoinThreshold" -> "-1",
         HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_INPUT_BYTES.key -> "0",
         HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_ROWS.key -> "5",
         HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.1") {
-      val others = withSQLConf(HiveJoinOptsConf.PRUNE_REPEATED_IN_SUBQUERY.key -> "false") {
+      val others = withConf(HiveJoinOptsConf.PRUNE_REPEATED_IN_SUBQUERY.key -> "false") {
         decisionsOf(spark.sql(sql)).filter(_.fired).map(_.rule)
       }
       assert(others.toSet == Set("SkewJoinSplit"), others)
@@ -128,7 +128,7 @@ class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
   }
 
   test("the flag switches the rule per session") {
-    withSQLConf(HiveJoinOptsConf.PRUNE_REPEATED_IN_SUBQUERY.key -> "false") {
+    withConf(HiveJoinOptsConf.PRUNE_REPEATED_IN_SUBQUERY.key -> "false") {
       assert(decisionsOf(spark.sql(q95)).forall(_.rule != Rule))
     }
   }

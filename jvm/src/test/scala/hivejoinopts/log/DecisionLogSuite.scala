@@ -35,7 +35,7 @@ class DecisionLogSuite extends HiveJoinOptsQueryTest {
   }
 
   test("decisions per query are bounded; the overflow is counted") {
-    withSQLConf(HiveJoinOptsConf.DECISION_LOG_MAX_DECISIONS_PER_QUERY.key -> "2") {
+    withConf(HiveJoinOptsConf.DECISION_LOG_MAX_DECISIONS_PER_QUERY.key -> "2") {
       val explanation = HiveJoinOpts.explain(joins(4))
       assert(explanation.decisions.size == 2)
       assert(explanation.droppedDecisions == 2)
@@ -44,7 +44,7 @@ class DecisionLogSuite extends HiveJoinOptsQueryTest {
   }
 
   test("the number of queries kept is bounded, oldest first") {
-    withSQLConf(HiveJoinOptsConf.DECISION_LOG_MAX_QUERIES.key -> "3") {
+    withConf(HiveJoinOptsConf.DECISION_LOG_MAX_QUERIES.key -> "3") {
       val qe = spark.sessionState.executePlan(joins(1).queryExecution.logical)
       qe.optimizedPlan
       assert(DecisionLog.forQuery(qe.tracker).map(_.decisions.size).contains(1))

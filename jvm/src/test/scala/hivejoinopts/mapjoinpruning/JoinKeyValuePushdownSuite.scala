@@ -116,7 +116,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
         assert(!d.fired && d.reason.contains("fact.k is in no order"), d)
         assert(d.reason.contains("overlap 100% of the others"), d)
         checkSameAnswer(sql(starQuery))
-        withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES.key -> "0") {
+        withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES.key -> "0") {
           assert(ruleDecisions(sql(starQuery)).exists(_.fired))
           checkSameAnswer(sql(starQuery))
         }
@@ -168,11 +168,11 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
         assert(filesRead(scanOf(on, "fact")) == 1, keyType)
         assert(scanOf(on, "fact").relation.location.isInstanceOf[FooterPrunedFileIndex], keyType)
         assert(skippedFiles(sql(rangeQuery)).startsWith("3 of 4 files"), keyType)
-        withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES.key -> "0") {
+        withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES.key -> "0") {
           assert(filesRead(scanOf(executedPlan(sql(rangeQuery)), "fact")) == 4, keyType)
           assert(skippedFiles(sql(rangeQuery)) == "none: mapJoinPruning.bigSide.skipFiles.maxFiles is 0")
         }
-        withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES.key -> "3") {
+        withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES.key -> "3") {
           assert(skippedFiles(sql(rangeQuery)).contains("4 files, over"), keyType)
         }
       }
@@ -210,7 +210,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
 
   test("partition column, shuffle join: only the matching partitions are read") {
     withStar(partitioned = true) {
-      withSQLConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
+      withConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
         val (off, on) = offAndOn(sql(starQuery))
         assert(collect(on) { case j: SortMergeJoinExec => j }.nonEmpty, on)
         val (before, after) = (scanOf(off, "fact"), scanOf(on, "fact"))
@@ -237,7 +237,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
 
   test("where the rule steps aside, Spark's dynamic partition pruning still applies") {
     withStar(partitioned = true) {
-      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS.key -> "5") {
+      withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS.key -> "5") {
         val (_, on) = offAndOn(sql(starQuery))
         assert(scanOf(on, "fact").partitionFilters.exists(_.isInstanceOf[DynamicPruningExpression]))
         val Seq(d) = ruleDecisions(sql(starQuery))
@@ -302,7 +302,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
 
   test("bounds: rows, estimated bytes, the big side's size and the time budget") {
     withStar() {
-      def only(conf: (String, String)*): Decision = withSQLConf(conf: _*) {
+      def only(conf: (String, String)*): Decision = withConf(conf: _*) {
         checkSameAnswer(sql(starQuery))
         val Seq(d) = ruleDecisions(sql(starQuery))
         assert(!d.fired, d)
@@ -324,7 +324,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
       spark.udf.register("slow", (x: Int) => { if (x == 3) Thread.sleep(3000); x })
       val q = "SELECT count(*) FROM fact JOIN (SELECT slow(k) AS k FROM dim WHERE c = 3) d " +
         "ON fact.k = d.k"
-      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS.key -> "300") {
+      withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS.key -> "300") {
         val Seq(d) = ruleDecisions(sql(q))
         assert(!d.fired && d.reason.contains("past the query's 300 ms"), d)
         checkSameAnswer(sql(q))
@@ -340,7 +340,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
       checkSameAnswer(sql(q))
     }
     withStar(format = "csv", partitioned = true) {
-      withSQLConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
+      withConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
         val q = "SELECT count(*) FROM fact JOIN dim ON fact.k = dim.k WHERE dim.c = 3"
         val (_, on) = offAndOn(sql(q))
         assert(scanOf(on, "fact").metrics("numPartitions").value == 10)
@@ -423,7 +423,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
       val Seq(d) = ruleDecisions(sql(twoKeys))
       assert(d.fired && d.numbers.toMap.apply("notPushed").contains("fact.a is in no order"), d)
       assert(!pushed(scanOf(executedPlan(sql(twoKeys)), "fact")).contains("In(a"))
-      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES.key -> "0") {
+      withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES.key -> "0") {
         val (_, on) = offAndOn(sql(twoKeys))
         val filters = pushed(scanOf(on, "fact"))
         assert(filters.contains("In(k") && filters.contains("In(a, [3])"), filters)
@@ -432,7 +432,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
       val cascading = "SELECT count(*), sum(v) FROM fact " +
         "JOIN (SELECT * FROM dim WHERE c = 3) d ON fact.k = d.k " +
         "JOIN (SELECT id AS a FROM range(7) WHERE id IN (1, 2)) e ON fact.a = e.a"
-      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES.key -> "0") {
+      withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES.key -> "0") {
         val (_, on2) = offAndOn(sql(cascading))
         val both = pushed(scanOf(on2, "fact"))
         assert(both.contains("In(k") && both.contains("In(a, [1,2]"), both)
@@ -480,7 +480,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
 
   test("without adaptive execution, and inside a scalar subquery") {
     withStar() {
-      withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
+      withConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
         val (_, on) = offAndOn(sql(starQuery))
         assert(pushed(scanOf(on, "fact")).contains("In(k"))
       }
@@ -492,7 +492,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
 
   test("the rule's own flag switches it per session") {
     withStar() {
-      withSQLConf(HiveJoinOptsConf.JOIN_KEY_VALUE_PUSHDOWN.key -> "false") {
+      withConf(HiveJoinOptsConf.JOIN_KEY_VALUE_PUSHDOWN.key -> "false") {
         assert(ruleDecisions(sql(starQuery)).isEmpty)
         assert(!pushed(scanOf(executedPlan(sql(starQuery)), "fact")).contains("In(k"))
       }

@@ -6,13 +6,13 @@ import org.apache.spark.sql.{QueryTest, SparkSession}
 import org.apache.spark.sql.catalyst.catalog.HiveTableRelation
 import org.apache.spark.sql.internal.SQLConf
 
-import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf, HiveJoinOptsExtension}
+import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf, HiveJoinOptsExtension, SessionConf}
 
 /**
  * Hive's SKEWED BY, set through the Hive client of an embedded metastore (Spark's parser
  * rejects that DDL), read by the skew-join rewrite.
  */
-class HiveSkewMetadataSuite extends QueryTest {
+class HiveSkewMetadataSuite extends QueryTest with SessionConf {
 
   private var session: SparkSession = _
 
@@ -69,7 +69,7 @@ class HiveSkewMetadataSuite extends QueryTest {
     HiveJoinOpts.explain(sql(query)).decisions.filter(_.rule == "SkewJoinSplit")
 
   private def checkSameAnswer(query: String): Unit = {
-    val expected = withSQLConf(HiveJoinOptsConf.ENABLED.key -> "false")(sql(query).collect())
+    val expected = withConf(HiveJoinOptsConf.ENABLED.key -> "false")(sql(query).collect())
     checkAnswer(sql(query), expected.toSeq)
   }
 
@@ -84,7 +84,7 @@ class HiveSkewMetadataSuite extends QueryTest {
   }
 
   test("also when the Hive table is read by the Hive reader (no conversion to a file source)") {
-    withSQLConf("spark.sql.hive.convertMetastoreParquet" -> "false") {
+    withConf("spark.sql.hive.convertMetastoreParquet" -> "false") {
       val query = "SELECT b.k, b.v, s.w FROM hive_big b JOIN hive_small s ON b.k = s.k"
       assert(sql(query).queryExecution.optimizedPlan.collectFirst {
         case h: HiveTableRelation => h

@@ -188,7 +188,7 @@ class ResolveSkewHintSuite extends SkewJoinTestBase {
   }
 
   test("with the hint's flag off, Spark drops the hint as an unknown one") {
-    withSQLConf(HiveJoinOptsConf.SKEW_JOIN_HINT_ENABLED.key -> "false") {
+    withConf(HiveJoinOptsConf.SKEW_JOIN_HINT_ENABLED.key -> "false") {
       val df = sql("SELECT /*+ SKEW('nope') */ * FROM big WHERE v < 5")
       assert(df.count() == 5)
     }

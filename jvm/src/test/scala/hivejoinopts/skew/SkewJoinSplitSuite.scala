@@ -521,12 +521,12 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
         "JOIN small ON b.k = small.k GROUP BY b.k"
       checkSameAnswer(sql(cast))
       assert(aggregated(sql(cast)) == 1 && aggregatesOnJoinShuffle(executedPlan(sql(cast))) == 1)
-      withSQLConf(HiveJoinOptsConf.GROUP_BY_CAST_JOIN_KEY.key -> "false") {
+      withConf(HiveJoinOptsConf.GROUP_BY_CAST_JOIN_KEY.key -> "false") {
         checkSameAnswer(sql(cast))
         assert(fired(sql(cast)).size == 1 && aggregated(sql(cast)) == 0)
         assert(aggregatesOnJoinShuffle(executedPlan(sql(cast))) == 0)
       }
-      withSQLConf(HiveJoinOptsConf.SKEW_JOIN_AGGREGATE_IN_BRANCHES_ENABLED.key -> "false") {
+      withConf(HiveJoinOptsConf.SKEW_JOIN_AGGREGATE_IN_BRANCHES_ENABLED.key -> "false") {
         val query = "SELECT big.k, count(*) FROM big JOIN small ON big.k = small.k GROUP BY big.k"
         checkSameAnswer(sql(query))
         assert(fired(sql(query)).size == 1 && aggregated(sql(query)) == 0)

@@ -21,7 +21,7 @@ trait SkewJoinTestBase extends HiveJoinOptsQueryTest {
 
   protected def withSkewConf[T](extra: (String, String)*)(f: => T): T = {
     SkewDetection.clearCache()
-    withSQLConf(skewConf ++ extra: _*)(f)
+    withConf(skewConf ++ extra: _*)(f)
   }
 
   /**

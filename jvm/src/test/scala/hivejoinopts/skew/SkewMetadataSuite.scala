@@ -16,7 +16,7 @@ class SkewMetadataSuite extends SkewJoinTestBase {
     sql(s"ALTER TABLE big_two_columns SET TBLPROPERTIES ('${SkewMetadata.ColumnsProperty}' = " +
       s""""k,k2", '${SkewMetadata.ValuesProperty}' = "(7, 'a'), (7, 'b')")""")
     sql(s"ALTER TABLE big_badly_declared SET TBLPROPERTIES ('${SkewMetadata.ColumnsProperty}' = " +
-      s"'k', '${SkewMetadata.ValuesProperty}' = \"'seven'\")")
+      s"""'k', '${SkewMetadata.ValuesProperty}' = "'seven'")""")
   }
 
   override def afterAll(): Unit = {
