@@ -9,17 +9,23 @@
 
 from __future__ import annotations
 
-from ._jar import EXTENSION_CLASS, JarNotFoundError, build_info, jar_path, submit_args
+from ._jar import (
+    EXTENSION_CLASS,
+    JarNotFoundError,
+    UnsupportedSparkError,
+    build_info,
+    jar_path,
+    submit_args,
+    supported_lines,
+)
 from ._session import (
     Decision,
     Explanation,
     HiveJoinOptsNotLoadedError,
-    SparkVersionMismatchError,
     configure,
     enable_hive_join_opts,
     explain,
     last_decisions,
-    spark_mismatch_message,
 )
 
 __version__ = "0.1.0"
@@ -30,7 +36,7 @@ __all__ = [
     "Explanation",
     "HiveJoinOptsNotLoadedError",
     "JarNotFoundError",
-    "SparkVersionMismatchError",
+    "UnsupportedSparkError",
     "build_info",
     "configure",
     "enable_hive_join_opts",
@@ -38,21 +44,21 @@ __all__ = [
     "jar_path",
     "last_decisions",
     "submit_args",
+    "supported_lines",
 ]
 
 
-def _check_pyspark_version() -> None:
-    """Fails the import when pyspark is not the Spark the JAR was built for. Without a JAR
-    (a source checkout not yet built) there is nothing to check; jar_path() says what to do."""
+def _check_pyspark_line() -> None:
+    """Fails the import when no JAR of the package runs on the installed pyspark's line. Without
+    JARs (a source checkout not yet built) there is nothing to check; jar_path() says what to do."""
+    from ._jar import installed_pyspark_version, unsupported_message
+
     try:
-        build_info()
-    except FileNotFoundError:
+        problem = unsupported_message(installed_pyspark_version(), "the installed pyspark")
+    except JarNotFoundError:
         return
-    import pyspark
-
-    problem = spark_mismatch_message(pyspark.__version__, "the installed pyspark")
     if problem:
-        raise SparkVersionMismatchError(problem)
+        raise UnsupportedSparkError(problem)
 
 
-_check_pyspark_version()
+_check_pyspark_line()

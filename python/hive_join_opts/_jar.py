@@ -1,8 +1,14 @@
-"""Where the extension JAR is, and which Spark it was built for."""
+"""The extension JARs in the package, one per Spark line, and the one a Spark needs.
+
+Each JAR carries `hivejoinopts/build-info.properties`: the Spark it was built and tested against
+and the Spark lines it runs on (its own, and a newer line where its tests pass there). The JAR
+for a Spark is the one whose lines hold that Spark's line (4.0 for 4.0.5).
+"""
 
 from __future__ import annotations
 
 import zipfile
+from functools import lru_cache
 from pathlib import Path
 
 EXTENSION_CLASS = "hivejoinopts.HiveJoinOptsExtension"
@@ -14,25 +20,21 @@ class JarNotFoundError(FileNotFoundError):
     """The package holds no extension JAR (a source checkout that was not built)."""
 
 
-def jar_path() -> str:
-    """The absolute path of the extension JAR shipped in this package."""
-    jars = sorted(JAR_DIR.glob("hive-join-opts-*.jar"))
-    if not jars:
-        raise JarNotFoundError(
-            f"The hive-join-opts JAR is missing from {JAR_DIR}. In a source checkout run "
-            "'./build.sh jar'; otherwise reinstall the hive-join-opts wheel."
-        )
-    if len(jars) > 1:
-        raise JarNotFoundError(
-            f"{JAR_DIR} holds several hive-join-opts JARs ({', '.join(j.name for j in jars)}); "
-            "keep exactly one ('./build.sh jar' does)."
-        )
-    return str(jars[0])
+class UnsupportedSparkError(RuntimeError):
+    """No JAR in the package runs on this Spark line."""
 
 
-def build_info(jar: str | None = None) -> dict[str, str]:
-    """The JAR's build-info.properties: version, spark.version, scala.binary.version."""
-    with zipfile.ZipFile(jar or jar_path()) as zf:
+def spark_line(version: str) -> str:
+    """The line of a Spark version: '4.0' for '4.0.5', '3.5' for '3.5.1'."""
+    parts = version.replace("-", ".").split(".")
+    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        raise ValueError(f"{version!r} is not a Spark version such as 4.0 or 3.5.1")
+    return f"{parts[0]}.{parts[1]}"
+
+
+@lru_cache(maxsize=None)
+def _read_build_info(jar: str, mtime: float) -> dict[str, str]:
+    with zipfile.ZipFile(jar) as zf:
         text = zf.read(_BUILD_INFO).decode("utf-8")
     info = {}
     for line in text.splitlines():
@@ -43,9 +45,79 @@ def build_info(jar: str | None = None) -> dict[str, str]:
     return info
 
 
-def submit_args(conf: dict[str, str] | None = None) -> list[str]:
-    """The spark-submit arguments that load the extension (and set `conf`)."""
-    args = ["--jars", jar_path(), "--conf", f"spark.sql.extensions={EXTENSION_CLASS}"]
+def _jars() -> list[Path]:
+    jars = sorted(JAR_DIR.glob("hive-join-opts-*.jar"))
+    if not jars:
+        raise JarNotFoundError(
+            f"The hive-join-opts JARs are missing from {JAR_DIR}. In a source checkout run "
+            "'./build.sh jar'; otherwise reinstall the hive-join-opts wheel."
+        )
+    return jars
+
+
+def jars_by_line() -> dict[str, str]:
+    """Every Spark line a JAR of the package runs on -> that JAR's path."""
+    lines: dict[str, str] = {}
+    for jar in _jars():
+        info = build_info(str(jar))
+        for line in info.get("spark.lines", info.get("spark.line", "")).split(","):
+            line = line.strip()
+            if not line:
+                continue
+            if line in lines:
+                raise JarNotFoundError(
+                    f"{JAR_DIR} holds two JARs for Spark {line} ({Path(lines[line]).name} and "
+                    f"{jar.name}); keep one per line ('./build.sh jar' does).")
+            lines[line] = str(jar)
+    return dict(sorted(lines.items(), key=lambda kv: tuple(int(p) for p in kv[0].split("."))))
+
+
+def supported_lines() -> list[str]:
+    return list(jars_by_line())
+
+
+def unsupported_message(version: str, where: str) -> str | None:
+    """None when a JAR of the package runs on Spark `version`, else what is wrong."""
+    lines = jars_by_line()
+    if spark_line(version) in lines:
+        return None
+    first, last = list(lines)[0], list(lines)[-1]
+    major, minor = last.split(".")
+    return (f"hive-join-opts has no build for Spark {spark_line(version)}: {where} is Spark "
+            f"{version}, and this release supports Spark {', '.join(lines)}. Run on one of "
+            f"those lines (pip install 'pyspark>={first},<{major}.{int(minor) + 1}').")
+
+
+def installed_pyspark_version() -> str:
+    import pyspark
+
+    return pyspark.__version__
+
+
+def jar_path(spark_version: str | None = None) -> str:
+    """The absolute path of the JAR for Spark `spark_version` (a version such as 4.0.5 or a line
+    such as 3.5), by default the installed pyspark's."""
+    version = spark_version or installed_pyspark_version()
+    lines = jars_by_line()
+    jar = lines.get(spark_line(version))
+    if jar is None:
+        raise UnsupportedSparkError(
+            f"hive-join-opts has no build for Spark {spark_line(version)}; this release has "
+            f"builds for Spark {', '.join(lines)}.")
+    return jar
+
+
+def build_info(jar: str | None = None) -> dict[str, str]:
+    """A JAR's build-info.properties (by default the JAR for the installed pyspark): version,
+    spark.version, spark.line, spark.lines, scala.binary.version."""
+    path = jar or jar_path()
+    return dict(_read_build_info(path, Path(path).stat().st_mtime))
+
+
+def submit_args(conf: dict[str, str] | None = None, spark_version: str | None = None) -> list[str]:
+    """The spark-submit arguments that load the extension (and set `conf`), for Spark
+    `spark_version` (by default the installed pyspark's)."""
+    args = ["--jars", jar_path(spark_version), "--conf", f"spark.sql.extensions={EXTENSION_CLASS}"]
     for key, value in (conf or {}).items():
         args += ["--conf", f"{key}={value}"]
     return args

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._flags import to_conf
-from ._jar import EXTENSION_CLASS, build_info, jar_path, submit_args
+from ._jar import (EXTENSION_CLASS, UnsupportedSparkError, jar_path, submit_args,
+                   unsupported_message)
 
 _log = logging.getLogger("hive_join_opts")
 
@@ -19,21 +20,10 @@ class HiveJoinOptsNotLoadedError(RuntimeError):
     """The running Spark driver cannot see the extension JAR."""
 
 
-class SparkVersionMismatchError(RuntimeError):
-    """The running Spark is not the version the extension JAR was compiled against."""
-
-
-def spark_mismatch_message(running: str, where: str) -> str | None:
-    """None when `running` matches the JAR's Spark, else what is wrong and what to do."""
-    info = build_info()
-    built = info["spark.version"]
-    if running == built:
-        return None
-    return (
-        f"hive-join-opts {info.get('version', '?')} was built for Spark {built}, but {where} is "
-        f"Spark {running}. Install pyspark=={built} (pip install 'pyspark=={built}') and run on "
-        f"Spark {built}, or install the hive-join-opts build for Spark {running}."
-    )
+def _check_line(version: str, where: str) -> None:
+    problem = unsupported_message(version, where)
+    if problem:
+        raise UnsupportedSparkError(problem)
 
 
 def _append_csv(current: str | None, item: str) -> str:
@@ -53,6 +43,10 @@ def configure(builder, **flags: Any):
     """
     conf = to_conf(flags)
     from pyspark import SparkContext
+
+    from ._jar import installed_pyspark_version
+
+    _check_line(installed_pyspark_version(), "the installed pyspark")
 
     if SparkContext._active_spark_context is not None:
         warnings.warn(
@@ -76,10 +70,11 @@ def _facade(spark):
     """The JVM object `hivejoinopts.HiveJoinOpts`, or an error telling how to load the JAR."""
     from py4j.java_gateway import JavaClass
 
+    _check_line(spark.version, "the running session")
     facade = getattr(spark._jvm.hivejoinopts, "HiveJoinOpts", None)
     if not isinstance(facade, JavaClass):
         try:
-            args = " ".join(submit_args())
+            args = " ".join(submit_args(spark_version=spark.version))
         except FileNotFoundError:
             args = f"--jars <path of hive-join-opts.jar> --conf spark.sql.extensions={EXTENSION_CLASS}"
         raise HiveJoinOptsNotLoadedError(
@@ -106,9 +101,6 @@ def enable_hive_join_opts(spark, **flags: Any):
     """
     conf = to_conf(flags)
     facade = _facade(spark)
-    problem = spark_mismatch_message(spark.version, "the running session")
-    if problem:
-        raise SparkVersionMismatchError(problem)
     jsession = spark._jsparkSession
     if not facade.isActive(jsession):
         start_only = list(facade.installOnLiveSession(jsession))

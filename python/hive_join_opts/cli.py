@@ -49,12 +49,12 @@ def _register_tables(spark, specs: list[str]) -> None:
 
 
 def _cmd_jar_path(args) -> int:
-    print(jar_path())
+    print(jar_path(args.spark))
     return 0
 
 
 def _cmd_submit_args(args) -> int:
-    print(" ".join(shlex.quote(a) for a in submit_args(_parse_flags(args.flag))))
+    print(" ".join(shlex.quote(a) for a in submit_args(_parse_flags(args.flag), args.spark)))
     return 0
 
 
@@ -122,10 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("jar-path", help="print the path of the extension JAR")
+    spark_help = ("the Spark the JAR is for, a version or a line such as 3.5 (default: the "
+                  "installed pyspark's); for a cluster whose Spark differs from the local one")
+    p = sub.add_parser("jar-path", help="print the path of the extension JAR for a Spark line")
+    p.add_argument("--spark", metavar="VERSION", help=spark_help)
     p.set_defaults(run=_cmd_jar_path)
 
     p = sub.add_parser("submit-args", help="print the spark-submit arguments that load the extension")
+    p.add_argument("--spark", metavar="VERSION", help=spark_help)
     p.add_argument("--flag", action="append", default=[], metavar="KEYWORD=VALUE",
                    help="also set a flag, such as skew_join=false (repeatable)")
     p.set_defaults(run=_cmd_submit_args)
@@ -177,11 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bad query or a missing JAR: the message, not a traceback
         from pyspark.errors import PySparkException
 
-        from ._jar import JarNotFoundError
-        from ._session import HiveJoinOptsNotLoadedError, SparkVersionMismatchError
+        from ._jar import JarNotFoundError, UnsupportedSparkError
+        from ._session import HiveJoinOptsNotLoadedError
 
         known = (PySparkException, JarNotFoundError, HiveJoinOptsNotLoadedError,
-                 SparkVersionMismatchError)
+                 UnsupportedSparkError, ValueError)
         if not isinstance(e, known):
             raise
         print(f"hive-join-opts {args.command}: {e}", file=sys.stderr)
