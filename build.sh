@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The one entry point of hive-join-opts.
 #
-#   ./build.sh demo     set up, build the JAR, run the demo (local Spark, generated data)
-#   ./build.sh test     set up, build, run every test: ScalaTest under Maven, then pytest
+#   ./build.sh demo     set up, build the JARs, run the demo (local Spark, generated data)
+#   ./build.sh test     set up, build, run every test: ScalaTest under Maven and pytest on the
+#                       default Spark line, then the check of every other line in its own venv
+#   ./build.sh test --spark 3.5   the whole suite on one Spark line instead (a developer's run)
 #   ./build.sh bench    set up, build, run the benchmark (arguments go to `hive-join-opts bench`)
-#   ./build.sh wheel    set up, build, write the wheel to dist/ and check it holds one JAR
-#   ./build.sh setup    only create .venv and build the JAR
-#   ./build.sh jar      only build the JAR (when the Scala sources changed)
+#   ./build.sh wheel    set up, build, write the wheel to dist/ with one JAR per Spark line
+#   ./build.sh setup    only create .venv and build the JARs
+#   ./build.sh jar      only build the JARs (when the Scala sources changed)
 #   ./build.sh clean    remove .venv, build output and copied JARs
 #
 # Needs Java 17, Maven and Python >= 3.10; everything else comes from PyPI and Maven Central.
@@ -19,6 +21,24 @@ export HIVE_JOIN_OPTS_LOG4J2="$ROOT/conf/log4j2.properties"
 VENV="$ROOT/.venv"
 JAR_DIR="$ROOT/python/hive_join_opts/jars"
 MVN=(mvn -B --no-transfer-progress -f "$ROOT/jvm/pom.xml")
+CACHE=${HIVE_JOIN_OPTS_CACHE:-$HOME/.cache/hive-join-opts}
+
+# The Spark line whose full suite `./build.sh test` runs: the newest line that both Maven
+# Central (for the ScalaTest suites) and PyPI serve.
+DEFAULT_LINE=4.2
+
+# The pyspark each Spark line is tested with: the newest patch of the line on PyPI. The lines
+# themselves are the release's (jvm/pom.xml, release.spark.lines); each needs a version here.
+pyspark_for() {
+  case "$1" in
+    3.5) echo 3.5.9 ;;
+    4.0) echo 4.0.5 ;;
+    4.1) echo 4.1.4 ;;
+    4.2) echo 4.2.1 ;;
+    4.3) echo 4.3.0 ;;
+    *) die "no pyspark version to test Spark $1 with: add it to pyspark_for in build.sh" ;;
+  esac
+}
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'build.sh: %s\n' "$*" >&2; exit 1; }
@@ -27,7 +47,7 @@ check_tools() {
   command -v java >/dev/null || die "java not found: install Java 17 (for example: apt-get install openjdk-17-jdk)"
   local java_major
   java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)
-  [ "$java_major" = "17" ] || die "Java 17 is required (Spark 4.0 and the JAR target it); 'java' is version ${java_major:-unknown}. Put a Java 17 first on PATH or set JAVA_HOME."
+  [ "$java_major" = "17" ] || die "Java 17 is required (Spark 4 and the build target it); 'java' is version ${java_major:-unknown}. Put a Java 17 first on PATH or set JAVA_HOME."
   command -v mvn >/dev/null || die "mvn not found: install Maven 3.8 or newer (for example: apt-get install maven)"
   PYTHON=${PYTHON:-$(command -v python3 || command -v python || true)}
   [ -n "$PYTHON" ] || die "python3 not found: install Python 3.10 or newer"
@@ -35,54 +55,88 @@ check_tools() {
     || die "Python 3.10 or newer is required; $PYTHON is $("$PYTHON" -V 2>&1)"
 }
 
-# Creates .venv and installs the package with its test and bench extras; repeats the install
-# only when pyproject.toml changed.
+# The Spark lines of the release, and the Maven profile that builds each JAR.
+release_lines() {
+  sed -n 's:.*<release.spark.lines>\(.*\)</release.spark.lines>.*:\1:p' jvm/pom.xml | tr -d ' ' | tr ',' ' '
+}
+jar_profiles() { sed -n 's:.*<id>\(spark-[0-9.]*\)</id>.*:\1:p' jvm/pom.xml; }
+# The profile whose JAR runs `line` (the one whose spark.lines name it).
+profile_for() {
+  local line=$1 p
+  for p in $(jar_profiles); do
+    if sed -n "/<id>$p<\/id>/,/<\/profile>/p" jvm/pom.xml | grep -q "<spark.lines>.*\b${line//./\\.}\b.*</spark.lines>"; then
+      echo "$p"; return
+    fi
+  done
+  die "no Maven profile in jvm/pom.xml builds a JAR for Spark $line"
+}
+
+# Creates .venv (the default line's pyspark) and installs the package with its test and bench
+# extras; repeats the install only when pyproject.toml or the pinned pyspark changed.
 setup_venv() {
-  local stamp="$VENV/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+  local pyspark stamp
+  pyspark=$(pyspark_for "$DEFAULT_LINE")
+  stamp="$VENV/.installed-$( (cat pyproject.toml; echo "$pyspark") | sha256sum | cut -c1-16)"
   if [ ! -x "$VENV/bin/python" ]; then
     say "creating $VENV"
     "$PYTHON" -m venv "$VENV"
   fi
   if [ ! -f "$stamp" ]; then
-    say "installing hive-join-opts with its test and bench extras into .venv"
+    say "installing hive-join-opts with its test and bench extras into .venv (pyspark $pyspark)"
     "$VENV/bin/python" -m pip install --quiet --upgrade pip
-    "$VENV/bin/python" -m pip install --quiet -e ".[test,bench]"
+    "$VENV/bin/python" -m pip install --quiet -e ".[test,bench]" "pyspark==$pyspark"
     rm -f "$VENV"/.installed-*
     touch "$stamp"
   fi
   export PYSPARK_PYTHON="$VENV/bin/python" PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
 }
 
-# Builds the JAR when the pom or the main sources changed since the last build, and copies it
-# into the Python package.
-build_jar() {
-  local hash jar
+# Builds one JAR per Spark line (a Maven profile each) when the pom or the main sources changed
+# since that line's last build, and puts exactly those JARs into the Python package.
+build_jars() {
+  local hash profile dir jar wanted=()
   hash=$( (cat jvm/pom.xml; find jvm/src/main -type f | LC_ALL=C sort | xargs cat) | sha256sum | cut -c1-40)
-  jar=$(ls jvm/target/hive-join-opts-*.jar 2>/dev/null | grep -v -e sources -e tests | head -n1 || true)
-  if [ -z "$jar" ] || [ "$(cat jvm/target/.main-sources.sha 2>/dev/null)" != "$hash" ]; then
-    say "building the extension JAR with Maven"
-    "${MVN[@]}" -q package -DskipTests
-    echo "$hash" > jvm/target/.main-sources.sha
-    jar=$(ls jvm/target/hive-join-opts-*.jar | grep -v -e sources -e tests | head -n1)
-  fi
+  for profile in $(jar_profiles); do
+    dir="jvm/target/${profile}"
+    jar=$(ls "$dir"/hive-join-opts-*.jar 2>/dev/null | grep -v -e sources -e tests | head -n1 || true)
+    if [ -z "$jar" ] || [ "$(cat "$dir/.main-sources.sha" 2>/dev/null)" != "$hash" ]; then
+      say "building the extension JAR for ${profile/-/ } with Maven"
+      "${MVN[@]}" -q package -DskipTests "-P$profile"
+      echo "$hash" > "$dir/.main-sources.sha"
+      jar=$(ls "$dir"/hive-join-opts-*.jar | grep -v -e sources -e tests | head -n1)
+    fi
+    wanted+=("$jar")
+  done
   mkdir -p "$JAR_DIR"
-  if ! cmp -s "$jar" "$JAR_DIR/$(basename "$jar")"; then
-    rm -f "$JAR_DIR"/*.jar
-    cp "$jar" "$JAR_DIR/"
-  fi
+  for jar in "$JAR_DIR"/*.jar; do
+    [ -e "$jar" ] || continue
+    printf '%s\n' "${wanted[@]}" | grep -q "/$(basename "$jar")$" || rm -f "$jar"
+  done
+  for jar in "${wanted[@]}"; do
+    cmp -s "$jar" "$JAR_DIR/$(basename "$jar")" || cp "$jar" "$JAR_DIR/"
+  done
 }
 
 setup() {
   check_tools
   setup_venv
-  build_jar
+  build_jars
 }
 
-run_tests() {
-  say "ScalaTest (Maven)"
-  "${MVN[@]}" test
-  say "pytest"
-  "$VENV/bin/python" -m pytest "$@"
+# A virtual environment of its own for a line's pyspark, kept under $CACHE between runs.
+line_venv() {
+  local line=$1 pyspark venv
+  pyspark=$(pyspark_for "$line")
+  venv="$CACHE/venvs/pyspark-$pyspark"
+  if [ ! -f "$venv/.ready" ]; then
+    say "creating a virtual environment with pyspark $pyspark for Spark $line" >&2
+    rm -rf "$venv"
+    "$PYTHON" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
+    "$venv/bin/python" -m pip install --quiet "pyspark==$pyspark" >&2
+    touch "$venv/.ready"
+  fi
+  echo "$venv"
 }
 
 build_wheel() {
@@ -92,14 +146,68 @@ build_wheel() {
     || "$VENV/bin/python" -m pip wheel --quiet --no-deps -w dist .
   local wheel
   wheel=$(ls dist/hive_join_opts-*.whl)
-  "$VENV/bin/python" - "$wheel" <<'EOF'
+  "$VENV/bin/python" - "$wheel" "$(jar_profiles | wc -l)" <<'EOF'
 import sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
-jars = [n for n in names if n.endswith(".jar")]
-if len(jars) != 1:
-    sys.exit(f"{sys.argv[1]} must hold exactly one JAR, holds {jars}")
-print(f"{sys.argv[1]}: {jars[0]}")
+jars = sorted(n for n in names if n.endswith(".jar"))
+if len(jars) != int(sys.argv[2]):
+    sys.exit(f"{sys.argv[1]} must hold one JAR per Spark line ({sys.argv[2]}), holds {jars}")
+print(f"{sys.argv[1]}: " + ", ".join(j.rsplit("/", 1)[-1] for j in jars))
 EOF
+}
+
+# The check of one Spark line: the wheel installed into the line's environment (whose pyspark
+# must stay as it was), then the line's tests against it.
+check_line() {
+  local line=$1 wheel=$2 venv before after
+  venv=$(line_venv "$line")
+  before=$("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)')
+  "$venv/bin/python" -m pip uninstall --quiet --yes hive-join-opts >/dev/null 2>&1 || true
+  "$venv/bin/python" -m pip install --quiet "$wheel[test]"
+  after=$("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)')
+  [ "$before" = "$after" ] || die "installing the wheel changed pyspark from $before to $after"
+  say "checking Spark $line (pyspark $after) with the wheel"
+  (export PYSPARK_PYTHON="$venv/bin/python" PYSPARK_DRIVER_PYTHON="$venv/bin/python" \
+     HIVE_JOIN_OPTS_PYSPARK_BEFORE="$before"
+   "$venv/bin/python" -m pytest -p no:cacheprovider -q -m "line or wheel_install" tests)
+}
+
+run_tests() {
+  local line=$DEFAULT_LINE
+  if [ "${1:-}" = "--spark" ]; then
+    [ $# -ge 2 ] || die "--spark needs a Spark line, such as 3.5"
+    line=$2; shift 2
+  fi
+  release_lines | tr ' ' '\n' | grep -qx "$line" \
+    || die "Spark $line is not a line of this release ($(release_lines))"
+  local profile start=$SECONDS
+  profile=$(profile_for "$line")
+  if [ "$line" = "$DEFAULT_LINE" ]; then
+    say "ScalaTest (Maven, Spark $line)"
+    "${MVN[@]}" test "-P$profile"
+    say "pytest (Spark $line)"
+    "$VENV/bin/python" -m pytest "$@"
+    build_wheel
+    local other
+    for other in $(release_lines); do
+      [ "$other" = "$DEFAULT_LINE" ] || check_line "$other" "$ROOT/$(ls dist/hive_join_opts-*.whl)"
+    done
+  else
+    # One line's whole suite, against the sources (editable install) in the line's environment.
+    local venv
+    venv=$(line_venv "$line")
+    "$venv/bin/python" -m pip install --quiet -e ".[test,bench]"
+    if [ "$(sed -n "/<id>$profile<\/id>/,/<\/profile>/p" jvm/pom.xml | grep -c "<spark.line>$line</spark.line>")" = 1 ]; then
+      say "ScalaTest (Maven, Spark $line)"
+      "${MVN[@]}" test "-P$profile"
+    else
+      say "no ScalaTest run for Spark $line: Maven Central has no Spark $line; it runs on the $profile JAR"
+    fi
+    say "pytest (Spark $line)"
+    (export PYSPARK_PYTHON="$venv/bin/python" PYSPARK_DRIVER_PYTHON="$venv/bin/python"
+     "$venv/bin/python" -m pytest "$@")
+  fi
+  say "all tests passed in $((SECONDS - start)) s"
 }
 
 cmd=${1:-}
@@ -110,7 +218,7 @@ case "$cmd" in
   bench) setup; "$VENV/bin/hive-join-opts" bench "$@" ;;
   wheel) setup; build_wheel ;;
   setup) setup ;;
-  jar)   check_tools; build_jar ;;
+  jar)   check_tools; build_jars ;;
   clean) rm -rf "$VENV" jvm/target dist build python/*.egg-info "$JAR_DIR"/*.jar ;;
-  *)     sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || exit 2 ;;
+  *)     sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || exit 2 ;;
 esac

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 import warnings
+import zipfile
 
 import pyspark
 import pytest
@@ -14,18 +16,54 @@ from pyspark.sql import SparkSession
 import hive_join_opts
 from hive_join_opts import _jar
 from hive_join_opts._flags import FLAGS, KEYWORDS, keyword, to_conf
+from hive_join_opts._jar import spark_line
 
-from conftest import run_python
+from conftest import ROOT, run_python
 
 EXT = "hivejoinopts.HiveJoinOptsExtension"
 
 
-def test_jar_path_points_at_the_one_jar_built_for_this_pyspark():
+def test_jar_path_points_at_the_jar_for_this_pyspark_line():
     path = hive_join_opts.jar_path()
     assert path.endswith(".jar")
     info = hive_join_opts.build_info()
-    assert info["spark.version"] == pyspark.__version__
+    assert spark_line(pyspark.__version__) in info["spark.lines"].split(","), info
     assert info["version"] == hive_join_opts.__version__
+
+
+def test_one_jar_per_line_and_jar_path_for_another_spark():
+    lines = _jar.jars_by_line()
+    assert spark_line(pyspark.__version__) in lines
+    for line, jar in lines.items():
+        assert hive_join_opts.jar_path(line) == jar
+        assert hive_join_opts.jar_path(f"{line}.7") == jar
+        assert line in hive_join_opts.build_info(jar)["spark.lines"].split(",")
+    # Each JAR names the whole release's lines in its errors: the lines there are JARs for.
+    for jar in set(lines.values()):
+        named = hive_join_opts.build_info(jar)["release.spark.lines"]
+        assert [x.strip() for x in named.split(",")] == list(lines), named
+
+
+def test_the_pyspark_requirement_admits_exactly_the_supported_lines():
+    text = (ROOT / "pyproject.toml").read_text()
+    low, high = re.search(r'"pyspark>=(\d+\.\d+),<(\d+\.\d+)"', text).groups()
+
+    def key(line):
+        return tuple(int(p) for p in line.split("."))
+
+    lines = hive_join_opts.supported_lines()
+    assert key(low) == key(lines[0]), (low, lines)
+    # The range ends right after the newest line, and every line in between has a JAR.
+    newest = key(lines[-1])
+    assert key(high) == (newest[0], newest[1] + 1), (high, lines)
+    between = [x for x in lines if key(low) <= key(x) < key(high)]
+    assert between == lines
+
+
+def test_jar_path_for_a_spark_without_a_build_names_the_lines():
+    with pytest.raises(hive_join_opts.UnsupportedSparkError, match=r"no build for Spark 3\.4") as e:
+        hive_join_opts.jar_path("3.4.1")
+    assert ", ".join(hive_join_opts.supported_lines()) in str(e.value)
 
 
 def test_jar_path_without_jar_says_how_to_build_it(tmp_path, monkeypatch):
@@ -34,12 +72,13 @@ def test_jar_path_without_jar_says_how_to_build_it(tmp_path, monkeypatch):
         hive_join_opts.jar_path()
 
 
-def test_jar_path_refuses_two_jars(tmp_path, monkeypatch):
-    for name in ("hive-join-opts-0.1.0.jar", "hive-join-opts-0.2.0.jar"):
-        (tmp_path / name).write_bytes(b"")
+def test_jar_path_refuses_two_jars_for_one_line(tmp_path, monkeypatch):
+    for name in ("hive-join-opts-0.1.0-a.jar", "hive-join-opts-0.1.0-b.jar"):
+        with zipfile.ZipFile(tmp_path / name, "w") as zf:
+            zf.writestr("hivejoinopts/build-info.properties", "version=0.1.0\nspark.lines=4.2\n")
     monkeypatch.setattr(_jar, "JAR_DIR", tmp_path)
-    with pytest.raises(hive_join_opts.JarNotFoundError, match="several"):
-        hive_join_opts.jar_path()
+    with pytest.raises(hive_join_opts.JarNotFoundError, match="two JARs for Spark 4.2"):
+        hive_join_opts.jar_path("4.2.1")
 
 
 @pytest.mark.filterwarnings("ignore:A Spark session is already running")
@@ -109,7 +148,8 @@ def test_same_answer_with_the_extension_on_and_off(spark):
 
 
 def test_set_rejects_a_bad_value_naming_the_key(spark):
-    with pytest.raises(Exception, match=r"spark\.sql\.hiveJoinOpts\.enabled should be boolean"):
+    # Spark's wording differs between lines; the key and the type are always named.
+    with pytest.raises(Exception, match=r"spark\.sql\.hiveJoinOpts\.enabled.*boolean"):
         spark.sql("SET spark.sql.hiveJoinOpts.enabled=maybe")
     with pytest.raises(Exception, match=r"spark\.sql\.hiveJoinOpts\.decisionLog\.maxQueries"):
         spark.sql("SET spark.sql.hiveJoinOpts.decisionLog.maxQueries=-1")
@@ -227,9 +267,9 @@ def test_enable_on_a_session_with_the_jar_but_no_extension_installs_live_rules()
     assert lines["ROWS"] == "5"
 
 
-def test_import_fails_clearly_on_another_pyspark_version():
-    result = run_python("import pyspark; pyspark.__version__ = '3.5.1'; import hive_join_opts")
+def test_import_fails_clearly_on_a_pyspark_without_a_build():
+    result = run_python("import pyspark; pyspark.__version__ = '3.4.1'; import hive_join_opts")
     assert result.returncode != 0
-    assert "SparkVersionMismatchError" in result.stderr
-    assert f"built for Spark {pyspark.__version__}, but the installed pyspark is Spark 3.5.1" in result.stderr
-    assert f"pip install 'pyspark=={pyspark.__version__}'" in result.stderr
+    assert "UnsupportedSparkError" in result.stderr
+    assert "the installed pyspark is Spark 3.4.1" in result.stderr
+    assert f"supports Spark {', '.join(hive_join_opts.supported_lines())}" in result.stderr

@@ -42,8 +42,10 @@ EXTENSION_CONF = {
 BY_DATE_QUERIES = ("q3", "q7", "q12", "q19", "q20", "q25", "q29", "q37", "q42", "q43", "q52",
                    "q55", "q82", "q98")
 
+# TPC-H is also part of the check of every Spark line (marker `line`).
 CASES = [
-    pytest.param(benchmark, path, id=f"{benchmark}-{path.stem}")
+    pytest.param(benchmark, path, id=f"{benchmark}-{path.stem}",
+                 marks=[pytest.mark.line] if benchmark == "tpch" else [])
     for benchmark in ("tpch", "tpcds")
     for path in tpc.query_files(benchmark)
 ] + [

@@ -1,0 +1,159 @@
+"""The check of one Spark line, run on every line the release supports (`./build.sh test` runs
+these tests, the TPC-H equality net and the wheel check in a virtual environment per line, with
+that line's pyspark from PyPI): the JAR for the running Spark loads, each rule family fires on a
+small query with the same rows on and off, explain() and the decision log work, and the
+extension loads through enable_hive_join_opts() and spark-submit as well as configure()."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pyspark
+import pytest
+from chispa import assert_df_equality
+
+import hive_join_opts
+from hive_join_opts._jar import spark_line
+
+from conftest import run_python, spark_conf
+
+pytestmark = pytest.mark.line
+
+EXT = "hivejoinopts.HiveJoinOptsExtension"
+P = "spark.sql.hiveJoinOpts."
+
+
+@pytest.fixture(scope="module")
+def tables(spark, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("line")
+    # A fact table sorted by its key in small row groups, and its heavy key 3.
+    (spark.range(0, 20000)
+     .selectExpr("CASE WHEN id % 2 = 0 THEN 3 ELSE id % 4000 END AS k", "id AS v",
+                 "CAST(id % 97 AS INT) AS x")
+     .orderBy("k").coalesce(1).write.option("parquet.block.size", 8192)
+     .parquet(str(folder / "facts")))
+    spark.range(0, 4000).selectExpr("id AS k", "id % 10 AS g").write.parquet(str(folder / "dims"))
+    spark.read.parquet(str(folder / "facts")).createOrReplaceTempView("line_facts")
+    spark.read.parquet(str(folder / "dims")).createOrReplaceTempView("line_dims")
+    return spark
+
+
+# One query per rule family, with the thresholds that make it fire on these small tables.
+FAMILIES = {
+    "SkewJoinSplit": (
+        {"spark.sql.autoBroadcastJoinThreshold": "-1", P + "skewJoin.detection.minInputBytes": "0",
+         P + "skewJoin.detection.minKeyRows": "10"},
+        "SELECT f.k, f.v, d.g FROM line_facts f JOIN line_dims d ON f.k = d.k"),
+    "JoinKeyValuePushdown": (
+        {P + "mapJoinPruning.bigSide.minBytes": "0"},
+        "SELECT f.k, sum(f.v) AS s FROM line_facts f JOIN line_dims d ON f.k = d.k "
+        "WHERE d.g = 7 AND d.k < 100 GROUP BY f.k"),
+    "MergeSameKeyAggregates": (
+        {},
+        "SELECT a.k, a.s, b.n FROM (SELECT k, sum(v) AS s FROM line_facts WHERE x < 50 GROUP BY k) a "
+        "RIGHT JOIN (SELECT k, count(*) AS n FROM line_facts WHERE x > 40 GROUP BY k) b "
+        "ON a.k = b.k WHERE a.k IS NULL OR b.k > 3990"),
+    "AggregateJoinToWindow": (
+        {},
+        "SELECT k, v FROM line_facts f WHERE v > (SELECT avg(v) FROM line_facts f2 WHERE f2.k = f.k)"),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(FAMILIES))
+def test_each_rule_family_fires_with_the_same_rows(tables, rule):
+    spark = tables
+    conf, sql = FAMILIES[rule]
+    with spark_conf(spark, {**conf, P + "enabled": "false"}):
+        off = spark.sql(sql)
+        off = spark.createDataFrame(off.collect(), off.schema)
+    with spark_conf(spark, {**conf, P + "enabled": "true"}):
+        on = spark.sql(sql)
+        explanation = hive_join_opts.explain(on, print_=False)
+        assert any(d.rule == rule and d.fired for d in explanation.decisions), explanation
+        assert "== Physical Plan ==" in explanation.text
+        assert_df_equality(on, off, ignore_row_order=True, ignore_nullable=True)
+        on.collect()
+        assert any(d.rule == rule for d in hive_join_opts.last_decisions(spark))
+
+
+def test_the_jar_is_the_one_for_this_spark_line(spark):
+    line = spark_line(spark.version)
+    info = hive_join_opts.build_info()
+    assert line in info["spark.lines"].split(","), info
+    assert line in list(spark._jvm.hivejoinopts.HiveJoinOpts.sparkLines())
+    assert spark._jvm.hivejoinopts.HiveJoinOpts.isActive(spark._jsparkSession)
+    assert hive_join_opts.jar_path(line) == hive_join_opts.jar_path()
+
+
+ENABLE_ON_A_RUNNING_SESSION = textwrap.dedent("""
+    from pyspark.sql import SparkSession
+    import hive_join_opts
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.jars", hive_join_opts.jar_path()).getOrCreate())
+    hive_join_opts.enable_hive_join_opts(spark, map_join_pruning_big_side_min_bytes="0")
+    spark.range(0, 5000).selectExpr("id % 500 AS k", "id AS v").createOrReplaceTempView("f")
+    spark.range(0, 500).selectExpr("id AS k", "id % 10 AS g").createOrReplaceTempView("d")
+    df = spark.sql("SELECT f.k, f.v FROM f JOIN d ON f.k = d.k WHERE d.g = 1")
+    decisions = hive_join_opts.explain(df, print_=False).decisions
+    print("FIRED", sorted({d.rule for d in decisions if d.fired}))
+    print("ROWS", df.count())
+""")
+
+
+def test_enable_on_a_running_session_adds_the_rules():
+    result = run_python(ENABLE_ON_A_RUNNING_SESSION)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "FIRED ['JoinKeyValuePushdown']" in result.stdout, result.stdout
+    assert "ROWS 500" in result.stdout
+
+
+SUBMITTED_APP = textwrap.dedent("""
+    import json
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.getOrCreate()
+    spark.range(0, 5000).selectExpr("id % 500 AS k", "id AS v").createOrReplaceTempView("f")
+    spark.range(0, 500).selectExpr("id AS k", "id % 10 AS g").createOrReplaceTempView("d")
+    spark.conf.set("spark.sql.hiveJoinOpts.mapJoinPruning.bigSide.minBytes", "0")
+    df = spark.sql("SELECT f.k, f.v FROM f JOIN d ON f.k = d.k WHERE d.g = 1")
+    facade = spark._jvm.hivejoinopts.HiveJoinOpts
+    rows = df.count()
+    fired = [d for d in json.loads(facade.lastDecisionsJson(spark._jsparkSession))
+             if d["outcome"] == "fired"]
+    print("SUBMITTED", json.dumps({"active": facade.isActive(spark._jsparkSession),
+                                   "rows": rows, "fired": sorted({d["rule"] for d in fired})}))
+""")
+
+
+def test_spark_submit_with_the_printed_jar(tmp_path):
+    app = tmp_path / "app.py"
+    app.write_text(SUBMITTED_APP)
+    submit = shutil.which("spark-submit", path=str(Path(sys.executable).parent)) or shutil.which(
+        "spark-submit")
+    assert submit, "spark-submit is missing next to this Python (pyspark installs it)"
+    jar = subprocess.run([sys.executable, "-m", "hive_join_opts", "jar-path"], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    result = subprocess.run(
+        [submit, "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+         "--conf", "spark.driver.host=127.0.0.1", "--jars", jar,
+         "--conf", f"spark.sql.extensions={EXT}", str(app)],
+        capture_output=True, text=True, env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = next(x for x in result.stdout.splitlines() if x.startswith("SUBMITTED "))
+    report = json.loads(line.split(" ", 1)[1])
+    assert report == {"active": True, "rows": 500, "fired": ["JoinKeyValuePushdown"]}, report
+
+
+@pytest.mark.wheel_install
+def test_the_wheel_kept_the_pyspark_the_environment_had():
+    """Run after build.sh installed the wheel into an environment that already held pyspark."""
+    before = os.environ.get("HIVE_JOIN_OPTS_PYSPARK_BEFORE")
+    assert before, "HIVE_JOIN_OPTS_PYSPARK_BEFORE is not set: run through ./build.sh test"
+    assert pyspark.__version__ == before
+    assert "site-packages" in hive_join_opts.__file__, hive_join_opts.__file__
