@@ -3,14 +3,8 @@ of several rounds."""
 
 from __future__ import annotations
 
-from hive_join_opts.bench.harness import (
-    Run,
-    paired_speedup,
-    shuffle_join_stage,
-    simulated_wall_ms,
-    straggler_factor,
-    typical,
-)
+from hive_join_opts.bench.runner import Run, paired_speedup, typical
+from hive_join_opts.bench.stages import shuffle_join_stage, simulated_wall_ms, straggler_factor
 
 
 def stage(durations, submitted=None, completed=None, stage_id=0):
@@ -136,10 +130,10 @@ def test_a_speedup_is_the_median_of_the_rounds_ratios():
 
 def test_warm_up_rounds_are_run_but_not_timed(monkeypatch):
     from hive_join_opts import _session
-    from hive_join_opts.bench import harness
+    from hive_join_opts.bench import model, runner
 
     order = []
-    bench = object.__new__(harness.Bench)
+    bench = object.__new__(runner.Bench)
     bench._configure = lambda scenario, mode: order.append(mode)
     bench._run = lambda scenario: run(100 * len(order), None, 10 * len(order))
     bench.rows = lambda scenario, mode: [(1,)]
@@ -152,7 +146,7 @@ def test_warm_up_rounds_are_run_but_not_timed(monkeypatch):
     monkeypatch.setattr(_session, "last_decisions", lambda spark: [])
     result = bench.measure(object(), runs=2, warmup=3)
     # Five rounds, each configuration first in every other one; the last two are timed.
-    spark, ext = harness.SPARK, harness.EXTENSION
+    spark, ext = model.SPARK, model.EXTENSION
     assert order == [spark, ext, ext, spark, spark, ext, ext, spark, spark, ext]
     assert [r.wall_ms for r in result.spark_runs] == [800, 900]
     assert [r.wall_ms for r in result.extension_runs] == [700, 1000]
@@ -160,7 +154,7 @@ def test_warm_up_rounds_are_run_but_not_timed(monkeypatch):
 
 def test_sampling_time_counts_the_samples_not_taken_from_the_cache():
     from hive_join_opts._session import Decision
-    from hive_join_opts.bench.harness import sample_ms
+    from hive_join_opts.bench.runner import sample_ms
 
     both = Decision("SkewJoinSplit", "join", "fired", "", {
         "sampleMs(left)": "1500", "sampleCached(left)": "false",

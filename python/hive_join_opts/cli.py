@@ -79,7 +79,7 @@ def _cmd_demo(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from .bench.harness import main as bench_main
+    from .bench.cli import main as bench_main
 
     return bench_main(args)
 
@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_cmd_demo)
 
     p = sub.add_parser("bench", help="benchmark each rule against Spark's defaults")
-    from .bench.harness import add_arguments
+    from .bench.cli import add_arguments
 
     add_arguments(p)
     p.set_defaults(run=_cmd_bench)

@@ -7,7 +7,9 @@ import tempfile
 from pathlib import Path
 
 from ._session import explain, local_session
-from .bench.harness import EXTENSION, Bench, load_scenarios, prepare
+from .bench.model import EXTENSION
+from .bench.runner import Bench, prepare
+from .bench.scenarios import showcase as showcase_of
 
 FAMILIES = [
     ("skewJoin", "Skew-join rewrite"),
@@ -22,14 +24,13 @@ def _mb(n: int) -> str:
 
 
 def run_demo(scale: float = 1.0, runs: int = 2) -> int:
-    scenarios = load_scenarios()
     spark = local_session("hive-join-opts demo", fixed_heap=True)
     bench = Bench(spark)
     print(f"hive-join-opts demo on Spark {spark.version}, {spark.sparkContext.master}\n")
     ok = True
     with tempfile.TemporaryDirectory(prefix="hive-join-opts-demo-") as tmp:
         for family, title in FAMILIES:
-            showcase = next((s for s in scenarios if s.family == family and s.showcase), None)
+            showcase = showcase_of(family)
             print(f"=== {title} ===")
             if showcase is None:
                 print("not there yet: this build has no rule of this family\n")

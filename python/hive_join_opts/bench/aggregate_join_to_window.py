@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import tpc_data
-from .harness import Dataset, Scenario, register
+from .model import Dataset, Scenario
 
 # Rows of the base table at scale 1 and its keys: about two rows per key, as lines per order.
 # With many rows per key Spark's partial aggregation shrinks its extra shuffle, and the gain drops.
@@ -39,7 +39,7 @@ FROM lineitem, part
 WHERE p_partkey = l_partkey AND p_brand = 'Brand#23' AND p_container = 'MED BOX'
   AND l_quantity < (SELECT 0.2 * avg(l_quantity) FROM lineitem WHERE l_partkey = p_partkey)"""
 
-register(
+SCENARIOS = (
     Scenario(
         name="aggregate_join_to_window_seed1",
         family="correlation",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .harness import Dataset, Scenario, register
+from .model import Dataset, Scenario
 
 ROWS = 4_000_000
 
@@ -34,7 +34,7 @@ def _register(spark, folder: Path) -> None:
 
 TABLES = Dataset("coarsen_join_shuffle_tables", _write, _register)
 
-register(
+SCENARIOS = (
     Scenario(
         name="coarsen_join_shuffle",
         family="correlation",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .harness import Dataset, Scenario, register
+from .model import Dataset, Scenario
 
 ROWS = 4_000_000
 
@@ -33,7 +33,7 @@ def _register(spark, folder: Path) -> None:
 
 TABLES = Dataset("group_by_cast_join_key_tables", _write, _register)
 
-register(
+SCENARIOS = (
     Scenario(
         name="group_by_cast_join_key",
         family="correlation",

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .harness import Dataset, RowGroupSpec, Scenario, register
+from .model import Dataset, RowGroupSpec, Scenario
 
 # Row groups of about 2 MB of (uncompressed) store_sales rows, some 25,000 rows each.
 ROW_GROUP_BYTES = 2 * 1024 * 1024
@@ -75,7 +75,7 @@ MATCHING_DAYS = RowGroupSpec(
     keys_sql="SELECT d_date_sk FROM date_dim WHERE d_moy = 11 AND d_year = 1999",
 )
 
-register(
+SCENARIOS = (
     Scenario(
         name="join_key_value_pushdown_p1_sorted",
         family="mapJoinPruning",

@@ -4,9 +4,9 @@ joined on the key, read the table once."""
 from __future__ import annotations
 
 from .aggregate_join_to_window import EVENTS
-from .harness import Scenario, register
+from .model import Scenario
 
-register(
+SCENARIOS = (
     Scenario(
         name="merge_same_key_aggregates",
         family="correlation",

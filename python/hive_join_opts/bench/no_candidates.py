@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .harness import Dataset, Scenario, register
+from .model import Dataset, Scenario
 
 ROWS = 4_000_000
 
@@ -21,7 +21,7 @@ def _register(spark, folder: Path) -> None:
 
 EVENTS = Dataset("events", _write, _register)
 
-register(
+SCENARIOS = (
     Scenario(
         name="no_candidates",
         family="none",
@@ -32,5 +32,5 @@ register(
         "FROM events GROUP BY k % 10",
         expect_rewrite=False,
         showcase=True,
-    )
+    ),
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import tpc_data
-from .harness import Scenario, register
+from .model import Scenario
 
 # TPC-DS q95 as in the TPC-DS kit (Spark's variant).
 Q95 = """WITH ws_wh AS
@@ -23,7 +23,7 @@ WHERE d_date BETWEEN '1999-02-01' AND (CAST('1999-02-01' AS DATE) + INTERVAL 60 
 ORDER BY count(DISTINCT ws_order_number)
 LIMIT 100"""
 
-register(
+SCENARIOS = (
     Scenario(
         name="prune_repeated_in_subquery_q95",
         family="correlation",

@@ -1,17 +1,47 @@
-"""Imports every scenario module, which registers its scenarios. Each rule's module is named
-after the rule."""
+"""Every benchmark scenario, from the scenario modules. Each rule's module is named after the
+rule and lists its scenarios in `SCENARIOS`."""
 
-from . import no_candidates  # noqa: F401
+from __future__ import annotations
 
-# skew join
-from . import skew_join_split  # noqa: F401,E402
+from . import (
+    aggregate_join_to_window,
+    coarsen_join_shuffle,
+    group_by_cast_join_key,
+    join_key_value_pushdown,
+    merge_same_key_aggregates,
+    no_candidates,
+    prune_repeated_in_subquery,
+    skew_join_split,
+)
+from .model import Scenario, unique
 
-# map-join pruning
-from . import join_key_value_pushdown  # noqa: F401,E402
+# In the order the benchmark runs and lists them: the extension with nothing to rewrite, then
+# skew join, map-join pruning and correlation.
+SCENARIOS: list[Scenario] = unique([
+    *no_candidates.SCENARIOS,
+    *skew_join_split.SCENARIOS,
+    *join_key_value_pushdown.SCENARIOS,
+    *aggregate_join_to_window.SCENARIOS,
+    *coarsen_join_shuffle.SCENARIOS,
+    *group_by_cast_join_key.SCENARIOS,
+    *merge_same_key_aggregates.SCENARIOS,
+    *prune_repeated_in_subquery.SCENARIOS,
+])
 
-# correlation
-from . import aggregate_join_to_window  # noqa: F401,E402
-from . import coarsen_join_shuffle  # noqa: F401,E402
-from . import group_by_cast_join_key  # noqa: F401,E402
-from . import merge_same_key_aggregates  # noqa: F401,E402
-from . import prune_repeated_in_subquery  # noqa: F401,E402
+
+def select(names: list[str]) -> list[Scenario]:
+    """The scenarios whose names start with one of `names` (all of them for none)."""
+    if not names:
+        return list(SCENARIOS)
+    chosen = [s for s in SCENARIOS if any(s.name.startswith(n) for n in names)]
+    if not chosen:
+        raise SystemExit(
+            f"no scenario matches {', '.join(names)}; known: "
+            + ", ".join(s.name for s in SCENARIOS)
+        )
+    return chosen
+
+
+def showcase(family: str) -> Scenario | None:
+    """The scenario the demo shows for a rule family."""
+    return next((s for s in SCENARIOS if s.family == family and s.showcase), None)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .harness import Dataset, Scenario, register, shuffle_join_stage
+from .model import Dataset, Scenario
+from .stages import shuffle_join_stage
 
 BIG_ROWS = 20_000_000
 OTHER_ROWS = 2_000_000
@@ -86,7 +87,7 @@ def _scenario(name: str, title: str, sql: str, table: str = "skewed", **kwargs) 
                     join_stage=shuffle_join_stage, **kwargs)
 
 
-register(
+SCENARIOS = (
     _scenario(
         "s1_inner",
         "S1: inner join, one key holds 55% of the big side's rows, all in one file",

@@ -16,8 +16,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import tpc_data
-from .harness import EXTENSION, SPARK, Bench, Dataset, Scenario
+from .. import tpc
+from .model import EXTENSION, SPARK, Dataset, Scenario
+from .runner import Bench
 
 
 @dataclass
@@ -42,9 +43,9 @@ class QueryResult:
 _NO_DATA = Dataset("none", lambda *a: None, lambda *a: None)
 
 
-def _scenario(benchmark: str, path: Path, conf: dict[str, str]) -> Scenario:
-    return Scenario(name=f"{benchmark}-{path.stem}", family="tpc", title=path.stem,
-                    dataset=_NO_DATA, sql=path.read_text(), extension_conf=conf)
+def _scenario(benchmark: str, name: str, sql: str, conf: dict[str, str]) -> Scenario:
+    return Scenario(name=f"{benchmark}-{name}", family="tpc", title=name,
+                    dataset=_NO_DATA, sql=sql, extension_conf=conf)
 
 
 def run(args) -> int:
@@ -58,17 +59,13 @@ def run(args) -> int:
     results: list[QueryResult] = []
     started = time.time()
     for benchmark in benchmarks:
-        files = tpc_data.query_files(benchmark)
-        if not files:
-            raise SystemExit(f"no query texts under {tpc_data.query_dir() / benchmark}: set "
-                             "HIVE_JOIN_OPTS_TPC_QUERIES to the folder holding tpch/ and tpcds/")
-        tpc_data.register(spark, benchmark, tpc_data.generate(benchmark, scale))
-        for path in files:
-            if args.scenario and not any(path.stem == n or f"{benchmark}-{path.stem}" == n
+        tpc.register(spark, benchmark, tpc.generate(benchmark, scale))
+        for name, sql in tpc.queries(benchmark).items():
+            if args.scenario and not any(name == n or f"{benchmark}-{name}" == n
                                          for n in args.scenario):
                 continue
-            result = QueryResult(benchmark, path.stem)
-            scenario = _scenario(benchmark, path, conf)
+            result = QueryResult(benchmark, name)
+            scenario = _scenario(benchmark, name, sql, conf)
             try:
                 for mode in (SPARK, EXTENSION):
                     bench._configure(scenario, mode)

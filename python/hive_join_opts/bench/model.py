@@ -1,0 +1,76 @@
+"""What the benchmark measures: the two configurations, datasets and scenarios.
+
+A scenario module (named after the rule it measures) builds its scenarios from these types and
+lists them in its `SCENARIOS`; `scenarios.py` collects the lists. Nothing here runs Spark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+# The two configurations every scenario and suite query runs with.
+SPARK = "spark"
+EXTENSION = "hive-join-opts"
+# The extension's master switch: false gives Spark's own plan, with the JAR loaded.
+ENABLED_KEY = "spark.sql.hiveJoinOpts.enabled"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Generated data a scenario reads; written once per scale and cached on disk."""
+
+    name: str
+    # Writes the data under the folder (it exists and is empty), for the given scale.
+    write: Callable[[object, Path, float], None]
+    # Registers the data's tables (temporary views) in the session.
+    register: Callable[[object, Path], None]
+
+
+@dataclass(frozen=True)
+class RowGroupSpec:
+    """Asks for row-group numbers of the Parquet scans (Spark has no metric for them), and the
+    ideal for the big table: the row groups whose statistics of `column` hold a key that
+    `keys_sql` returns (for a partition column, the row groups of the matching partitions)."""
+
+    column: str
+    keys_sql: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One query measured with Spark's defaults and with the extension."""
+
+    name: str
+    family: str  # skewJoin | mapJoinPruning | correlation | none
+    title: str
+    dataset: Dataset
+    sql: str
+    # Flags of the extension run, besides the master switch.
+    extension_conf: dict[str, str] = field(default_factory=dict)
+    # Spark settings that both runs share (the baseline is Spark with these settings).
+    common_conf: dict[str, str] = field(default_factory=dict)
+    # Shared settings that follow the data size (given the scale), so that a smaller run keeps
+    # the proportions that Spark's defaults have at scale 1.
+    scaled_conf: Callable[[float], dict[str, str]] | None = None
+    # True when the extension is expected to rewrite the query.
+    expect_rewrite: bool = True
+    # The scenario the demo shows for its family, and the share of the benchmark's data size
+    # it uses there (the demo should take a few minutes, not an hour).
+    showcase: bool = False
+    demo_scale: float = 0.25
+    # Picks the join stage from the stages of a run (default: the most uneven heavy stage).
+    join_stage: Callable[[list[dict]], dict | None] | None = None
+    # Row groups read and the ideal, for scenarios about scans (optional).
+    row_groups: RowGroupSpec | None = None
+
+
+def unique(scenarios: Iterable[Scenario]) -> list[Scenario]:
+    """The scenarios as a list; two of one name are an error (names select them)."""
+    seen: dict[str, Scenario] = {}
+    for s in scenarios:
+        if s.name in seen:
+            raise ValueError(f"two benchmark scenarios are named {s.name}")
+        seen[s.name] = s
+    return list(seen.values())

@@ -1,0 +1,117 @@
+"""The scenario benchmark's report: a markdown table, a PNG chart and the raw JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .runner import Result, Run
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.1f}"
+
+
+def _factor(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def markdown(results: list[Result], header: str) -> str:
+    lines = [
+        header,
+        "",
+        "| scenario | Spark s | ext s | speedup | 64-slot speedup | MB read Spark / ext "
+        "| MB shuffled Spark / ext | shuffles Spark / ext | straggler Spark / ext "
+        "| rules fired | same rows |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for r in results:
+        s, e = r.spark, r.extension
+        lines.append(
+            f"| {r.scenario.name} | {s.wall_ms / 1000:.2f} | {e.wall_ms / 1000:.2f} "
+            f"| {r.speedup:.2f}x | {r.sim64_speedup:.2f}x "
+            f"| {_mb(s.bytes_read)} / {_mb(e.bytes_read)} "
+            f"| {_mb(s.bytes_shuffled)} / {_mb(e.bytes_shuffled)} "
+            f"| {s.shuffles} / {e.shuffles} | {_factor(s.straggler)} / {_factor(e.straggler)} "
+            f"| {', '.join(r.fired) or 'none'} | {'yes' if r.same_answer else 'NO'} |"
+        )
+    lines.append("")
+    for r in results:
+        lines.append(f"- **{r.scenario.name}**: {r.scenario.title}")
+    sampled = [r for r in results if r.first_sample_ms]
+    if sampled:
+        lines.append("")
+        lines.append("Sampling join keys (skew detection), paid once per table version by the "
+                     "extension's first query of a scenario, before its timed runs:")
+        lines.append("")
+        lines.extend(f"- {r.scenario.name}: {r.first_sample_ms / 1000:.2f} s" for r in sampled)
+    lines.extend(row_group_table(results))
+    return "\n".join(lines) + "\n"
+
+
+def _ideal_scan(run: Run) -> dict | None:
+    """The Parquet scan the ideal was computed for (the big table's)."""
+    return next((s for s in run.parquet_scans if "idealBytes" in s), None)
+
+
+def row_group_table(results: list[Result]) -> list[str]:
+    """For scenarios with a RowGroupSpec: what the big table's scan read, against the ideal."""
+    rows = [r for r in results if _ideal_scan(r.spark) and _ideal_scan(r.extension)]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "Big table's scan (row groups from the Parquet footers under the scan's pushed filters; "
+        "ideal: the row groups whose statistics hold a matching key):",
+        "",
+        "| scenario | files read Spark / ext | partitions read Spark / ext "
+        "| row groups read Spark / ext | MB of those row groups Spark / ext | ideal row groups "
+        "| ideal MB | ext ÷ ideal | MB read, all scans, Spark / ext |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        s, e = _ideal_scan(r.spark), _ideal_scan(r.extension)
+        ratio = e["rowGroupBytesRead"] / max(s["idealBytes"], 1)
+        lines.append(
+            f"| {r.scenario.name} | {s['files']} / {e['files']} "
+            f"| {s['partitions']} / {e['partitions']} "
+            f"| {s['rowGroupsRead']} / {e['rowGroupsRead']} "
+            f"| {_mb(s['rowGroupBytesRead'])} / {_mb(e['rowGroupBytesRead'])} "
+            f"| {s['idealRowGroups']} | {_mb(s['idealBytes'])} | {ratio:.2f} "
+            f"| {_mb(r.spark.bytes_read)} / {_mb(r.extension.bytes_read)} |"
+        )
+    return lines
+
+
+def chart(results: list[Result], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [r.scenario.name for r in results]
+    xs = range(len(names))
+    width = 0.38
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(names) + 2), 4.2))
+    ax.bar([x - width / 2 for x in xs], [r.speedup for r in results], width,
+           label="measured wall time (this machine)")
+    ax.bar([x + width / 2 for x in xs], [r.sim64_speedup for r in results], width,
+           label="simulated 64-slot cluster")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(names, rotation=30, ha="right")
+    ax.set_ylabel("speedup over Spark's defaults (x)")
+    ax.set_title("hive-join-opts vs Spark defaults (higher is better)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def results_json(results: list[Result]) -> list[dict]:
+    """Every figure of every scenario, with each round's numbers (`timed`) and the decisions."""
+    return [
+        {"scenario": r.scenario.name, "spark": r.spark.__dict__, "extension": r.extension.__dict__,
+         "fired": r.fired, "decisions": r.decisions, "same_answer": r.same_answer,
+         "first_sample_ms": r.first_sample_ms,
+         "speedup": r.speedup, "sim64_speedup": r.sim64_speedup, "timed": r.timed()}
+        for r in results]

@@ -1,0 +1,253 @@
+"""Runs scenarios with Spark's defaults and with the extension, in one session, and collects
+what each run measured.
+
+For each scenario the runner checks that both configurations return the same rows, runs
+warm-up rounds (one by default), then alternates timed rounds, each running both
+configurations back to back. The JIT compiles each query's generated code on its own, so a plan
+of more stages may need more runs to reach the speed a long-running executor sees. Each figure
+is the median over the rounds, and each speedup the median of the rounds' ratios: a slow spell
+of a shared machine slows both runs of a round, and one unusually fast or slow round moves no
+figure.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+import statistics
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .._compare import rows_equal
+from .model import ENABLED_KEY, EXTENSION, SPARK, Dataset, Scenario
+from .stages import default_join_stage, simulated_wall_ms, straggler_factor
+
+
+@dataclass
+class Run:
+    """The measured numbers of one run."""
+
+    wall_ms: float
+    rows: int
+    shuffles: int
+    broadcasts: int
+    scans: int
+    bytes_read: int
+    bytes_shuffled: int
+    straggler: float | None
+    sim64_ms: float
+    scan_metrics: dict
+    plan: str
+    # Task durations of the join stage, longest first: where the straggler factor comes from.
+    join_stage_tasks_ms: list = field(default_factory=list)
+    # Per Parquet scan: files, partitions, row groups read and their bytes, the ideal (only
+    # for scenarios with a RowGroupSpec).
+    parquet_scans: list = field(default_factory=list)
+
+    @staticmethod
+    def from_json(raw: dict, pick_stage) -> "Run":
+        stages = raw["stages"]
+        join_stage = pick_stage(stages)
+        return Run(
+            wall_ms=raw["wallMs"],
+            rows=raw["rows"],
+            shuffles=raw["shuffles"],
+            broadcasts=raw["broadcasts"],
+            scans=raw["scans"],
+            bytes_read=sum(s["inputBytes"] for s in stages),
+            bytes_shuffled=sum(s["shuffleWriteBytes"] for s in stages),
+            straggler=straggler_factor(join_stage),
+            sim64_ms=simulated_wall_ms(stages),
+            scan_metrics=raw["scanMetrics"],
+            plan=raw["plan"],
+            parquet_scans=raw.get("parquetScans", []),
+            join_stage_tasks_ms=sorted(join_stage["taskDurationsMs"], reverse=True)
+            if join_stage else [],
+        )
+
+
+def typical(runs: list[Run]) -> Run:
+    """The median of the runs: the run of median wall time (the lower one of an even count),
+    with the median wall time, straggler factor and 64-slot time of all the runs, and the join
+    stage's tasks of the run whose straggler factor is nearest the median."""
+    middle = sorted(runs, key=lambda r: r.wall_ms)[(len(runs) - 1) // 2]
+    stragglers = [r.straggler for r in runs if r.straggler is not None]
+    straggler = statistics.median(stragglers) if stragglers else None
+    nearest = min(runs, key=lambda r: float("inf") if r.straggler is None
+                  else abs(r.straggler - straggler))
+    return replace(
+        middle,
+        wall_ms=statistics.median(r.wall_ms for r in runs),
+        straggler=straggler,
+        sim64_ms=statistics.median(r.sim64_ms for r in runs),
+        join_stage_tasks_ms=nearest.join_stage_tasks_ms,
+    )
+
+
+def paired_speedup(spark: list[float], extension: list[float]) -> float:
+    """The median of the rounds' ratios: each round runs both configurations back to back, so a
+    slow spell of the machine slows both runs of a round and cancels in its ratio."""
+    return statistics.median(s / max(e, 1e-9) for s, e in zip(spark, extension))
+
+
+@dataclass
+class Result:
+    scenario: Scenario
+    # The timed runs of each configuration, in round order.
+    spark_runs: list[Run]
+    extension_runs: list[Run]
+    fired: list[str]
+    decisions: list[dict]
+    same_answer: bool
+    # Time the extension's first query of the scenario spent sampling join keys while planning
+    # (later queries take the sample from the cache); not in the timed runs.
+    first_sample_ms: int = 0
+
+    @property
+    def spark(self) -> Run:
+        return typical(self.spark_runs)
+
+    @property
+    def extension(self) -> Run:
+        return typical(self.extension_runs)
+
+    @property
+    def speedup(self) -> float:
+        return paired_speedup([r.wall_ms for r in self.spark_runs],
+                              [r.wall_ms for r in self.extension_runs])
+
+    @property
+    def sim64_speedup(self) -> float:
+        return paired_speedup([r.sim64_ms for r in self.spark_runs],
+                              [r.sim64_ms for r in self.extension_runs])
+
+    def timed(self) -> dict:
+        """Every round's wall time, straggler factor and 64-slot time, per configuration."""
+        return {mode: [{"wall_ms": r.wall_ms, "straggler": r.straggler, "sim64_ms": r.sim64_ms}
+                       for r in runs]
+                for mode, runs in ((SPARK, self.spark_runs), (EXTENSION, self.extension_runs))}
+
+
+def data_root() -> Path:
+    default = Path.home() / ".cache" / "hive-join-opts"
+    return Path(os.environ.get("HIVE_JOIN_OPTS_CACHE", default)) / "bench"
+
+
+def prepare(spark, dataset: Dataset, scale: float, root: Path | None = None) -> Path:
+    """Writes the dataset once per scale (a marker file says it is complete) and registers it."""
+    folder = (root or data_root()) / f"{dataset.name}-scale{scale:g}"
+    if not (folder / "_COMPLETE").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        dataset.write(spark, folder, scale)
+        (folder / "_COMPLETE").write_text("")
+    dataset.register(spark, folder)
+    return folder
+
+
+class Bench:
+    """Runs scenarios in one session with both configurations."""
+
+    def __init__(self, spark, scale: float = 1.0):
+        self.spark = spark
+        self.scale = scale
+        jvm = spark._jvm
+        self.collector = jvm.hivejoinopts.bench.StageMetricsCollector.register(
+            spark._jsparkSession.sparkContext()
+        )
+        self.runner = jvm.hivejoinopts.bench.BenchRunner
+        self._ideal_keys: dict[str, list[str]] = {}
+        self._applied: set[str] = set()
+
+    def _configure(self, scenario: Scenario, mode: str) -> None:
+        conf = dict(scenario.common_conf)
+        if scenario.scaled_conf is not None:
+            conf.update(scenario.scaled_conf(self.scale))
+        if mode == SPARK:
+            conf[ENABLED_KEY] = "false"
+        else:
+            conf[ENABLED_KEY] = "true"
+            conf.update(scenario.extension_conf)
+        for key in set(scenario.extension_conf) - set(conf):
+            self.spark.conf.unset(key)
+        # What an earlier scenario set and this one does not goes back to its default.
+        for key in self._applied - set(conf):
+            self.spark.conf.unset(key)
+        self._applied = set(conf)
+        for key, value in conf.items():
+            # Only what changes: setting a deprecated key (AQE's minimum partition count) warns
+            # at every SET.
+            if self.spark.conf.get(key, None) != value:
+                self.spark.conf.set(key, value)
+
+    def _settle(self) -> None:
+        """Each run starts as the others do: the earlier runs' garbage collected, their shuffle
+        files (which Spark's cleaner removes once their plans are collected) gone and written
+        out, so that a run does not pay for the one before it."""
+        gc.collect()  # releases the earlier runs' handles on JVM objects
+        self.spark._jvm.java.lang.System.gc()
+        time.sleep(0.5)
+        os.sync()
+
+    def _run(self, scenario: Scenario) -> Run:
+        self._settle()
+        df = self.spark.sql(scenario.sql)._jdf
+        spec = scenario.row_groups
+        if spec is None:
+            raw = json.loads(self.runner.run(df, self.collector))
+        else:
+            if scenario.name not in self._ideal_keys:
+                self._ideal_keys[scenario.name] = [
+                    str(r[0]) for r in self.spark.sql(spec.keys_sql).collect() if r[0] is not None]
+            keys = self.spark._jvm.java.util.ArrayList()
+            for k in self._ideal_keys[scenario.name]:
+                keys.add(k)
+            raw = json.loads(self.runner.runWithRowGroups(df, self.collector, spec.column, keys))
+        return Run.from_json(raw, scenario.join_stage or default_join_stage)
+
+    def rows(self, scenario: Scenario, mode: str) -> list:
+        self._configure(scenario, mode)
+        return self.spark.sql(scenario.sql).collect()
+
+    def measure(self, scenario: Scenario, runs: int, warmup: int = 1) -> Result:
+        from .._session import last_decisions
+
+        spark_rows = self.rows(scenario, SPARK)
+        # The extension's first query plans with no cached sample: what a first query pays.
+        extension_rows = self.rows(scenario, EXTENSION)
+        first_sample_ms = sample_ms(last_decisions(self.spark))
+        same = rows_equal(spark_rows, extension_rows)
+        timed: dict[str, list[Run]] = {SPARK: [], EXTENSION: []}
+        decisions: list = []
+        for i in range(warmup + runs):  # the warm-up rounds are not counted
+            # Each configuration goes first every other round: the run after another pays for
+            # its garbage, and neither configuration should always be the one that does.
+            for mode in (SPARK, EXTENSION) if i % 2 == 0 else (EXTENSION, SPARK):
+                self._configure(scenario, mode)
+                run = self._run(scenario)
+                if mode == EXTENSION:
+                    decisions = last_decisions(self.spark)
+                if i >= warmup:
+                    timed[mode].append(run)
+        self.spark.conf.set(ENABLED_KEY, "true")
+        fired = sorted({d.rule for d in decisions if d.fired})
+        return Result(
+            scenario=scenario,
+            spark_runs=timed[SPARK],
+            extension_runs=timed[EXTENSION],
+            fired=fired,
+            decisions=[d.__dict__ for d in decisions],
+            same_answer=same,
+            first_sample_ms=first_sample_ms,
+        )
+
+
+def sample_ms(decisions: list) -> int:
+    """Milliseconds the planning of a query spent sampling join keys: the decisions' sampleMs of
+    each side (sampleMs(left), ...) whose sample was not taken from the cache."""
+    return sum(int(value) for d in decisions for key, value in d.numbers.items()
+               if key.startswith("sampleMs(")
+               and d.numbers.get(key.replace("sampleMs", "sampleCached", 1)) == "false")

@@ -1,0 +1,90 @@
+"""Figures derived from the stages of one run (task durations, shuffle reads, rows read): the
+join stage, its straggler factor, and the wall time the tasks would take on 64 slots."""
+
+from __future__ import annotations
+
+import heapq
+import statistics
+
+
+def default_join_stage(stages: list[dict]) -> dict | None:
+    """The most uneven of the stages that hold at least a tenth of the run's task time: a
+    rewritten join may do its work in a shuffle stage and in a map-side join stage, and the
+    straggler is whichever of them is most uneven."""
+    total = sum(sum(s["taskDurationsMs"]) for s in stages)
+    heavy = [s for s in stages
+             if s["taskDurationsMs"] and sum(s["taskDurationsMs"]) >= 0.1 * total]
+    return max(heavy, key=lambda s: straggler_factor(s) or 0.0, default=None)
+
+
+def straggler_factor(stage: dict | None) -> float | None:
+    """Longest task / median task of the stage, each task compared with tasks of its own kind:
+    those that read shuffle data and those that do not. A rewritten join's stage unions the
+    shuffle join's tasks with the map-side join's scan tasks, and a scan task is not the
+    median of the shuffle join's tasks. Tasks that read no row are left out: a scan split whose
+    row groups were all skipped did none of the join's work, and a stage of many such splits
+    would make the median an empty task. The larger factor of the two kinds."""
+    kind = _working_kind(stage)
+    if not kind:
+        return None
+    return max(kind) / max(statistics.median(kind), 1.0)
+
+
+def longest_and_median_task_ms(stage: dict | None) -> tuple[float, float] | None:
+    """The longest and the median task of the kind the straggler factor comes from."""
+    kind = _working_kind(stage)
+    if not kind:
+        return None
+    return max(kind), statistics.median(kind)
+
+
+def _working_kind(stage: dict | None) -> list[float]:
+    """The task durations of the stage's most uneven kind (see straggler_factor)."""
+    if not stage or not stage["taskDurationsMs"]:
+        return []
+    durations = stage["taskDurationsMs"]
+    reads = stage.get("taskShuffleReadBytes", [0] * len(durations))
+    rows = stage.get("taskRowsRead", [1] * len(durations))
+    working = [i for i in range(len(durations)) if rows[i] > 0] or list(range(len(durations)))
+    kinds = [k for k in ([durations[i] for i in working if reads[i] > 0],
+                         [durations[i] for i in working if reads[i] == 0]) if k]
+    return max(kinds, key=lambda k: max(k) / max(statistics.median(k), 1.0))
+
+
+def shuffle_join_stage(stages: list[dict]) -> dict | None:
+    """The stage that runs a shuffle join: of the stages whose tasks read shuffle data, the one
+    with the most task time (the scans below the join and the aggregation above it are
+    other stages). A rewritten join runs its map-side branch in the same stage."""
+    joins = [s for s in stages if any(b > 0 for b in s.get("taskShuffleReadBytes", []))]
+    return max(joins, key=lambda s: sum(s["taskDurationsMs"]), default=None)
+
+
+def simulated_wall_ms(stages: list[dict], slots: int = 64) -> float:
+    """Wall time of the measured tasks on `slots` slots. Stages are taken in the order they
+    were submitted; a stage waits for every stage that had completed before it was submitted,
+    and runs beside the others (a stage submitted while another still ran cannot depend on it,
+    as the scans of a join's two sides, which adaptive execution submits together; stages
+    submitted together are scheduled in stage order, as Spark's FIFO scheduler does). Its
+    tasks go longest first onto the slot that is free first. Without stage times, stages run one
+    after another."""
+    timed = all("submittedAtMs" in s and "completedAtMs" in s for s in stages)
+    ordered = (sorted(stages, key=lambda s: (s["submittedAtMs"], s["stageId"])) if timed
+               else stages)
+    free_at = [0.0] * slots
+    done: list[tuple[float, float]] = []  # (measured completion, simulated end) per stage
+    end = 0.0
+    for stage in ordered:
+        if timed:
+            ready = max((sim_end for completed, sim_end in done
+                         if completed <= stage["submittedAtMs"]), default=0.0)
+        else:
+            ready = end
+        stage_end = ready
+        for d in sorted(stage["taskDurationsMs"], reverse=True):
+            task_end = max(heapq.heappop(free_at), ready) + d
+            heapq.heappush(free_at, task_end)
+            stage_end = max(stage_end, task_end)
+        if timed:
+            done.append((stage["completedAtMs"], stage_end))
+        end = max(end, stage_end)
+    return end
