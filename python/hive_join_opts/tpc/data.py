@@ -1,0 +1,80 @@
+"""TPC-H and TPC-DS data: Parquet files made by the PyPI package `tpcgen-cli` once per scale
+factor and cached, and the temporary views the queries read."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .queries import default_cache
+
+TABLES = {
+    "tpch": ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"],
+    "tpcds": [
+        "call_center", "catalog_page", "catalog_returns", "catalog_sales", "customer",
+        "customer_address", "customer_demographics", "date_dim", "household_demographics",
+        "income_band", "inventory", "item", "promotion", "reason", "ship_mode", "store",
+        "store_returns", "store_sales", "time_dim", "warehouse", "web_page", "web_returns",
+        "web_sales", "web_site",
+    ],
+}
+
+# The TPC-DS fact tables and the date key each is partitioned by in the date-partitioned copy.
+TPCDS_DATE_KEYS = {
+    "store_sales": "ss_sold_date_sk",
+    "store_returns": "sr_returned_date_sk",
+    "catalog_sales": "cs_sold_date_sk",
+    "catalog_returns": "cr_returned_date_sk",
+    "web_sales": "ws_sold_date_sk",
+    "web_returns": "wr_returned_date_sk",
+    "inventory": "inv_date_sk",
+}
+
+
+def _tpcgen() -> str:
+    exe = shutil.which("tpcgen-cli") or str(Path(sys.executable).with_name("tpcgen-cli"))
+    if not Path(exe).exists():
+        raise RuntimeError("tpcgen-cli is missing: pip install 'hive-join-opts[test]' (or [bench])")
+    return exe
+
+
+def generate(benchmark: str, scale: float, cache: Path | None = None) -> Path:
+    """The folder of `benchmark`'s Parquet files at `scale` (one `<table>.parquet` each),
+    generated the first time and cached."""
+    folder = (cache or default_cache()) / "tpc" / f"{benchmark}-sf{scale:g}"
+    if not (folder / "_COMPLETE").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        print(f"generating {benchmark} at scale factor {scale:g} with tpcgen-cli into {folder} "
+              "(once; later runs read the cache)", file=sys.stderr, flush=True)
+        subprocess.run([_tpcgen(), benchmark, "parquet", "-s", f"{scale:g}", "-o", str(folder)],
+                       check=True, capture_output=True)
+        (folder / "_COMPLETE").write_text("")
+    return folder
+
+
+def partition_by_date(spark, folder: Path) -> Path:
+    """A copy of the TPC-DS data in `folder` whose fact tables are partitioned by their date key
+    (one folder per day, as Hive warehouses lay them out), written once and cached; the other
+    tables link to the same files."""
+    target = folder.with_name(folder.name + "-by-date")
+    if not (target / "_COMPLETE").exists():
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        for table in TABLES["tpcds"]:
+            if table in TPCDS_DATE_KEYS:
+                key = TPCDS_DATE_KEYS[table]
+                (spark.read.parquet(str(folder / f"{table}.parquet")).repartition(key)
+                 .write.partitionBy(key).parquet(str(target / f"{table}.parquet")))
+            else:
+                (target / f"{table}.parquet").symlink_to(folder / f"{table}.parquet")
+        (target / "_COMPLETE").write_text("")
+    return target
+
+
+def register(spark, benchmark: str, folder: Path) -> None:
+    """Temporary views over the files in `folder`, named as the queries expect."""
+    for table in TABLES[benchmark]:
+        spark.read.parquet(str(folder / f"{table}.parquet")).createOrReplaceTempView(table)
