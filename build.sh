@@ -112,8 +112,12 @@ build_jars() {
     [ -e "$jar" ] || continue
     printf '%s\n' "${wanted[@]}" | grep -q "/$(basename "$jar")$" || rm -f "$jar"
   done
+  # Copied beside and renamed over: a running Spark keeps reading the JAR it opened.
   for jar in "${wanted[@]}"; do
-    cmp -s "$jar" "$JAR_DIR/$(basename "$jar")" || cp "$jar" "$JAR_DIR/"
+    if ! cmp -s "$jar" "$JAR_DIR/$(basename "$jar")"; then
+      cp "$jar" "$JAR_DIR/.$(basename "$jar").tmp"
+      mv -f "$JAR_DIR/.$(basename "$jar").tmp" "$JAR_DIR/$(basename "$jar")"
+    fi
   done
 }
 
