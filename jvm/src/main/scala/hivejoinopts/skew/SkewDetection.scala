@@ -10,17 +10,19 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.catalog.{CatalogTable, HiveTableRelation}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, Descending, Expression, If, IsNotNull, IsNull, Literal, Or, SortOrder}
 import org.apache.spark.sql.catalyst.expressions.aggregate.Count
+import org.apache.spark.sql.catalyst.plans.QueryPlan
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, CollectMetrics, Filter, LeafNode, Limit, LogicalPlan, Project, RepartitionByExpression, Sample, Sort}
 import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation, PartitioningAwareFileIndex}
 import org.apache.spark.sql.types.LongType
 
 import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.log.PlanningWork
 import hivejoinopts.rules.{InternalQuery, JoinKeys}
 
 /**
- * A sample of a join input's key: how many rows it kept, how many had a NULL key, and the
- * heaviest keys with their counts.
+ * A sample of a join input's key: how many rows it kept, how many had a NULL key, the heaviest
+ * keys with their counts, and how many distinct non-NULL keys it holds.
  *
  * @param fraction      the share of the input the sample read
  * @param estimatedRows the input's row count estimated from its statistics
@@ -31,6 +33,7 @@ final case class KeySample(
     fraction: Double,
     estimatedRows: Double,
     top: Seq[(Seq[Any], Long)],
+    distinctKeys: Long,
     millis: Long,
     cached: Boolean) {
 
@@ -57,6 +60,7 @@ final case class KeySample(
 object SkewDetection extends Logging {
 
   private val MetricsName = "hiveJoinOpts.keySample"
+  private val GroupsMetricsName = "hiveJoinOpts.keySampleGroups"
   private val Seed = 0x5EEDL
   private val MaxCached = 256
   // Sampled rows each task of the sample's count gets (see countPartitions).
@@ -86,8 +90,10 @@ object SkewDetection extends Logging {
     if (!keys.forall(_.deterministic)) return Left("the join key is not deterministic")
     val conf = session.sessionState.conf
     val version = JoinKeys.relationOf(input).flatMap(tableVersion)
-    val cacheKey = version.map(v => (input.canonicalized, keys.map(_.canonicalized), restrictTo,
-      topN, v))
+    // Keys by their position in the input, not their ids: a table read twice in one query (or
+    // a query analyzed again) gets new ids for the same columns, and must hit the same sample.
+    val cacheKey = version.map(v => (input.canonicalized,
+      keys.map(k => QueryPlan.normalizeExpressions(k, input.output)), restrictTo, topN, v))
     cacheKey.flatMap(k => cache.synchronized(Option(cache.get(k)))) match {
       case Some(hit) => Right(hit.copy(cached = true))
       case None =>
@@ -133,21 +139,26 @@ object SkewDetection extends Logging {
     val partitioned = RepartitionByExpression(keyAttrs, kept,
       Some(countPartitions(rows * fraction, session.sessionState.conf.numShufflePartitions)))
     val grouped = Aggregate(keyAttrs, keyAttrs :+ count, partitioned)
+    // The sample's distinct keys: a lower bound of the input's, for rules that need one.
+    val groups = CollectMetrics(GroupsMetricsName,
+      Seq(Alias(Count(Literal(1)).toAggregateExpression(), "groups")()), grouped, -1L)
     val top = Limit(Literal(topN), Sort(
-      Seq(SortOrder(grouped.output.last, Descending)) ++ grouped.output.init.map(SortOrder(_,
-        Ascending)), global = true, grouped))
+      Seq(SortOrder(groups.output.last, Descending)) ++ groups.output.init.map(SortOrder(_,
+        Ascending)), global = true, groups))
     val started = System.nanoTime()
     try {
       val (result, qe) = InternalQuery.collect(session, top, maxTimeMs,
-        s"sampling the join key of ${hivejoinopts.rules.Candidates.tables(input)}")
+        s"sampling the join key of ${hivejoinopts.rules.Candidates.tables(input)}",
+        PlanningWork.Sample)
       val metrics = qe.observedMetrics.get(MetricsName)
       val total = metrics.map(_.getLong(0)).getOrElse(0L)
       val nulls = metrics.map(_.getLong(1)).getOrElse(0L)
+      val distinct = qe.observedMetrics.get(GroupsMetricsName).map(_.getLong(0)).getOrElse(0L)
       val heaviest = result.map { row =>
         val tuple = keyAttrs.indices.map(i => InternalRow.copyValue(row.get(i, keyAttrs(i).dataType)))
         tuple -> row.getLong(keyAttrs.size)
       }
-      Right(KeySample(total, nulls, fraction, rows, heaviest,
+      Right(KeySample(total, nulls, fraction, rows, heaviest, distinct,
         (System.nanoTime() - started) / 1000000L, cached = false))
     } catch {
       case NonFatal(e) =>

@@ -97,6 +97,36 @@ class SkewDetectionSuite extends SkewJoinTestBase {
     }
   }
 
+  test("a table read twice, with new ids for its columns, is sampled once") {
+    withSkewConf() {
+      SkewDetection.clearCache()
+      // The second read of a table in a self-join gets new expression ids, as does every query
+      // that reads the table again after analysis: the same rows and key, the same sample.
+      val plan = spark.sql("SELECT * FROM big a JOIN big b ON a.k = b.k").queryExecution.analyzed
+      val reads = plan.collectLeaves()
+      assert(reads.size == 2 && reads.head.output.head.exprId != reads.last.output.head.exprId)
+      def sampleOf(read: org.apache.spark.sql.catalyst.plans.logical.LogicalPlan) =
+        SkewDetection.sample(spark, read, Seq(read.output.head), 5).toOption.get
+      assert(!sampleOf(reads.head).cached)
+      assert(sampleOf(reads.last).cached)
+    }
+  }
+
+  test("a sample's time counts as the planning work of the query that took it") {
+    def millis(json: String, key: String): Long =
+      s""""$key": (\\d+)""".r.findFirstMatchIn(json).map(_.group(1).toLong).get
+    withSkewConf() {
+      SkewDetection.clearCache()
+      spark.sql("SELECT * FROM big JOIN small ON big.k = small.k").collect()
+      val first = HiveJoinOpts.lastPlanningWorkJson(spark)
+      assert(millis(first, "sampleMs") > 0 && millis(first, "totalMs") >= millis(first, "sampleMs"),
+        first)
+      spark.sql("SELECT * FROM big JOIN small ON big.k = small.k").collect()
+      val again = HiveJoinOpts.lastPlanningWorkJson(spark)
+      assert(millis(again, "sampleMs") < millis(first, "sampleMs"), s"cached: $again after $first")
+    }
+  }
+
   test("a sample that runs longer than skewJoin.detection.maxTime is cancelled; the join keeps its plan") {
     withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_MAX_TIME.key -> "1ms") {
       val query = "SELECT * FROM big JOIN small ON big.k = small.k"
