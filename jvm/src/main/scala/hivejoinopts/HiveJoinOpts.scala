@@ -11,7 +11,7 @@ import org.apache.spark.sql.catalyst.plans.logical.Command
 import org.apache.spark.sql.execution.{CommandExecutionMode, QueryExecution, SQLExecution}
 
 import hivejoinopts.compat.SparkShims
-import hivejoinopts.log.{Decision, DecisionLog}
+import hivejoinopts.log.{Decision, DecisionLog, PlanningWork}
 import hivejoinopts.rules.HiveJoinOptsRule
 
 /** A query's rewritten plans next to the decisions the rules made while planning it. */
@@ -121,6 +121,15 @@ object HiveJoinOpts extends Logging {
 
   def lastDecisionsJson(session: SparkSession): String =
     DecisionLog.toJson(lastDecisions(session))
+
+  /**
+   * What the extension's own work cost while planning the session's latest query, as JSON:
+   * totalMs, sampleMs (skew samples), smallSideMs (small sides' values), footerMs (Parquet
+   * footers). Zeros when it did none, or saw no query.
+   */
+  def lastPlanningWorkJson(session: SparkSession): String = DecisionLog.workJson(
+    DecisionLog.last(session).map(_.workMillis)
+      .getOrElse(("totalMs" -> 0L) +: PlanningWork.all.map(_.name -> 0L)))
 
   /** Every flag as JSON (key, default, version, doc), for the Python package and the docs. */
   def flagsJson: String = {

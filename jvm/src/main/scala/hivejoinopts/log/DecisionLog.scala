@@ -27,6 +27,18 @@ object Outcome {
 }
 
 /**
+ * Work the extension does while planning a query, timed per query: the jobs it runs (samples of
+ * join keys, values of small sides) and the Parquet footers it reads.
+ */
+sealed abstract class PlanningWork(val name: String)
+object PlanningWork {
+  case object Sample extends PlanningWork("sampleMs")
+  case object SmallSide extends PlanningWork("smallSideMs")
+  case object Footers extends PlanningWork("footerMs")
+  val all: Seq[PlanningWork] = Seq(Sample, SmallSide, Footers)
+}
+
+/**
  * One decision: `rule` looked at `candidate` (a join or another node, described for people) and
  * fired or skipped it for `reason`, using `numbers` (estimates, thresholds, counts).
  */
@@ -70,6 +82,17 @@ final class QueryDecisions private[log] (
 
   /** Decisions that did not fit under `decisionLog.maxDecisionsPerQuery`. */
   def dropped: Long = synchronized(droppedKeys.size.toLong)
+
+  private val workNanos = mutable.Map.empty[PlanningWork, Long]
+
+  private[log] def addWork(kind: PlanningWork, nanos: Long): Unit =
+    synchronized(workNanos(kind) = workNanos.getOrElse(kind, 0L) + nanos)
+
+  /** Milliseconds of each kind of planning work, and their total. */
+  def workMillis: Seq[(String, Long)] = synchronized {
+    val each = PlanningWork.all.map(k => k.name -> workNanos.getOrElse(k, 0L) / 1000000L)
+    ("totalMs" -> workNanos.values.sum / 1000000L) +: each
+  }
 }
 
 private object QueryDecisions {
@@ -110,6 +133,18 @@ object DecisionLog {
       started
     }
     target.add(decision)
+  }
+
+  /**
+   * Runs `body`, work of the extension's own while planning, and adds its time to the query
+   * the calling thread is planning (footers are read, and internal queries run, on that thread).
+   */
+  def timed[T](kind: PlanningWork)(body: => T): T = {
+    val started = System.nanoTime()
+    try body finally {
+      val cur = current.get()
+      if (cur != null) cur.addWork(kind, System.nanoTime() - started)
+    }
   }
 
   /** The decisions of the query planned under `tracker` (see `QueryExecution.tracker`). */
@@ -172,6 +207,10 @@ object DecisionLog {
     gen.close()
     out.toString
   }
+
+  /** A JSON object of a query's planning work, in milliseconds (see [[PlanningWork]]). */
+  def workJson(work: Seq[(String, Long)]): String =
+    work.map { case (k, v) => s""""$k": $v""" }.mkString("{", ", ", "}")
 
   /** The decisions as a fixed-width table, as `explain` prints them. */
   def toTable(decisions: Seq[Decision], dropped: Long = 0): String = {

@@ -13,6 +13,8 @@ import org.apache.parquet.schema.PrimitiveType
 
 import org.apache.spark.internal.Logging
 
+import hivejoinopts.log.{DecisionLog, PlanningWork}
+
 /**
  * The statistics of one row group on one column: its rows, its [min, max] if it has one, and
  * its number of NULLs if the writer counted them.
@@ -66,7 +68,7 @@ private[mapjoinpruning] object ParquetFooters extends Logging {
       files: Seq[FileStatus],
       column: String,
       hadoopConf: Configuration,
-      deadlineNanos: Long): Seq[Option[ColumnChunks]] = {
+      deadlineNanos: Long): Seq[Option[ColumnChunks]] = DecisionLog.timed(PlanningWork.Footers) {
     val pending = files.map(f => readers.submit(new Callable[Option[ColumnChunks]] {
       override def call(): Option[ColumnChunks] = chunks(f, column, hadoopConf)
     }))

@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Literal, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.plans.logical.{Limit, LogicalPlan}
 
+import hivejoinopts.log.PlanningWork
 import hivejoinopts.rules.{InternalQuery, InternalQueryTimeout}
 
 /** The rows of a small join side, evaluated while the query is planned. */
@@ -66,7 +67,8 @@ private[mapjoinpruning] object SmallSideEvaluation extends Logging {
     // The plan's nodes are shared with the query being planned: the inner query gets a copy.
     val limited = Limit(Literal(maxRows + 1), plan.clone())
     try {
-      val (rows, _) = InternalQuery.collect(session, limited, timeoutMs, description)
+      val (rows, _) = InternalQuery.collect(session, limited, timeoutMs, description,
+        PlanningWork.SmallSide)
       val toUnsafe = UnsafeProjection.create(plan.output.map(_.dataType).toArray)
       Right(rows.iterator.map {
         case u: UnsafeRow => u.copy()

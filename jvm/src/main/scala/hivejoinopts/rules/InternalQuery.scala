@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{CommandExecutionMode, QueryExecution, SQLExecution}
 
 import hivejoinopts.compat.SparkShims
+import hivejoinopts.log.{DecisionLog, PlanningWork}
 
 /** A query a rule ran while planning did not finish within its time bound. */
 class InternalQueryTimeout(message: String) extends RuntimeException(message)
@@ -41,13 +42,15 @@ object InternalQuery {
 
   /**
    * Runs `plan` and returns its rows, cancelling its jobs after `timeoutMs` (then it throws
-   * [[InternalQueryTimeout]]). Callers bound the size of the result in the plan itself.
+   * [[InternalQueryTimeout]]). Callers bound the size of the result in the plan itself. Its time
+   * counts as `work` of the query being planned.
    */
   def collect(
       session: SparkSession,
       plan: LogicalPlan,
       timeoutMs: Long,
-      what: String): (Seq[InternalRow], QueryExecution) = {
+      what: String,
+      work: PlanningWork): (Seq[InternalRow], QueryExecution) = DecisionLog.timed(work) {
     val classic = SparkShims.classicSession(session)
     val sc = classic.sparkContext
     val tag = s"hive-join-opts-${UUID.randomUUID()}"
