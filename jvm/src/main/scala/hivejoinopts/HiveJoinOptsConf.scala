@@ -267,15 +267,17 @@ object HiveJoinOptsConf {
   val COARSEN_JOIN_SHUFFLE: Flag[Boolean] = flag(Flag.boolean(
     PREFIX + "correlation.coarsenJoinShuffle.enabled",
     "A shuffled join on (k, b) followed by an aggregate or a join on k shuffles its inputs " +
-      "once, on k alone, so that the operator above needs no shuffle (when statistics show " +
-      "enough distinct values of k).",
+      "once, on k alone, so that the operator above needs no shuffle (when k has enough " +
+      "distinct values: see coarsenJoinShuffle.minDistinctKeys).",
     V010, default = true))
 
   val COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS: Flag[Long] = flag(Flag.long(
     PREFIX + "correlation.coarsenJoinShuffle.minDistinctKeys",
-    "coarsenJoinShuffle fires only when statistics show at least this many distinct values of " +
-      "the coarser key, so that the shared stage stays parallel (like Hive's minimum reducer " +
-      "count). 0 or 1 needs no statistics.",
+    "coarsenJoinShuffle fires only when the coarser key has at least this many distinct " +
+      "values, so that the shared stage stays parallel (like Hive's minimum reducer count): " +
+      "from statistics, else from a bounded sample of a plain join input (the skew detection's " +
+      "sample, whose heaviest value must also hold under skewJoin.detection.minKeyFraction). " +
+      "0 or 1 checks nothing.",
     V010, default = 1000L, _ >= 0, "Must be a non-negative number of values."))
 
   /** The three rule families; each rule belongs to one and is gated by its switch. */

@@ -1,15 +1,12 @@
 package hivejoinopts.correlation
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.catalog.{CatalogTable, HiveTableRelation}
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, Partitioning, PartitioningCollection}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarRule, FilterExec, ProjectExec, SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.QueryStageExec
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.execution.datasources.LogicalRelation
 import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExchangeExec}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.hivejoinopts.Flag
@@ -37,9 +34,9 @@ import hivejoinopts.rules.HiveJoinOptsPhysicalRule
  * partitioned it (the rule checks that before it drops the exchange). Spark does not choose this
  * by itself: with `spark.sql.requireAllClusterKeysForCoPartition` (true by default) it
  * re-shuffles join inputs on all keys, to avoid skew on a coarser key. This rule makes the choice
- * only when statistics show that `k` has at least `coarsenJoinShuffle.minDistinctKeys` distinct
- * values (from the optimizer's column statistics, or the analyzed column statistics of the table
- * `k` comes from); without statistics the plan stays.
+ * only when `k` is known to have at least `coarsenJoinShuffle.minDistinctKeys` distinct values
+ * and, where a sample tells, no heavy value ([[CoarserKeyDistinct]]: statistics, else a bounded
+ * sample of a plain join input); otherwise the plan stays.
  *
  * It runs after `EnsureRequirements`: as a query-stage preparation rule with adaptive execution
  * (where it also drops the exchange Spark adds again on top of an input stage already partitioned
@@ -83,21 +80,22 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
     val candidate = s"${join.nodeName} ${join.joinType.sql} on " +
       s"(${join.leftKeys.map(_.sql).mkString(", ")}) then shuffle on (${keys.map(_.sql).mkString(", ")})"
     val minDistinct = HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS(conf)
-    val distinct = if (minDistinct <= 1) None else distinctValues(join, keys)
-    if (minDistinct > 1 && !distinct.exists(_ >= minDistinct)) {
-      skipped(candidate, distinct.map(d => s"$d distinct values of the coarser key are fewer " +
-          "than coarsenJoinShuffle.minDistinctKeys").getOrElse("no distinct-count statistics " +
-          "for the coarser key"),
-        "distinctKeys" -> distinct.getOrElse("unknown"), "minDistinctKeys" -> minDistinct)
-      return None
+    val distinct =
+      if (minDistinct <= 1) Right(Seq("distinctKeys" -> "not checked"))
+      else CoarserKeyDistinct.check(session, join, keys,
+        positions.map(p => (join.leftKeys(p), join.rightKeys(p))), minDistinct).map(_.numbers)
+    val distinctNumbers = distinct match {
+      case Right(numbers) => numbers
+      case Left((why, numbers)) =>
+        skipped(candidate, why, numbers :+ ("minDistinctKeys" -> minDistinct): _*)
+        return None
     }
     val newJoin = join.withNewChildren(inputs)
     val top = chain.foldRight(newJoin: SparkPlan)((node, c) => node.withNewChildren(Seq(c)))
     if (!partitionedOn(top.outputPartitioning, keys, n)) return None
     fired(candidate, "the join's inputs are shuffled on the coarser key only, so the operator " +
-      "above needs no shuffle", "joinKeys" -> join.leftKeys.size, "shuffleKeys" -> keys.size,
-      "partitions" -> n, "distinctKeys" -> distinct.getOrElse("not checked"),
-      "minDistinctKeys" -> minDistinct)
+      "above needs no shuffle", Seq("joinKeys" -> join.leftKeys.size, "shuffleKeys" -> keys.size,
+      "partitions" -> n) ++ distinctNumbers :+ ("minDistinctKeys" -> minDistinct): _*)
     Some(top)
   }
 
@@ -129,31 +127,6 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
       exprs.zip(keys).forall { case (x, y) => x.semanticEquals(y) }
     case PartitioningCollection(ps) => ps.exists(partitionedOn(_, keys, n))
     case _ => false
-  }
-
-  /**
-   * The distinct values of `keys` on the join's output: the optimizer's estimate when it has
-   * column statistics, else the largest distinct count the analyzed tables give for one of the
-   * key columns (a bound on what reaches the join).
-   */
-  private def distinctValues(join: SparkPlan, keys: Seq[Expression]): Option[BigInt] = {
-    val logical = join.logicalLink.getOrElse(return None)
-    val attrs = keys.flatMap(_.references)
-    val estimated = attrs.flatMap(a => logical.stats.attributeStats.get(a).flatMap(_.distinctCount))
-    if (estimated.nonEmpty) return Some(estimated.max)
-    val fromTables = attrs.flatMap(a => tableDistinct(logical, a))
-    if (fromTables.nonEmpty) Some(fromTables.max) else None
-  }
-
-  private def tableDistinct(plan: LogicalPlan, a: Attribute): Option[BigInt] = {
-    def fromCatalog(table: Option[CatalogTable], name: String): Option[BigInt] =
-      table.flatMap(_.stats).flatMap(_.colStats.get(name)).flatMap(_.distinctCount)
-    plan.collectFirst {
-      case r: LogicalRelation if r.output.exists(_.exprId == a.exprId) =>
-        fromCatalog(r.catalogTable, r.output.find(_.exprId == a.exprId).get.name)
-      case h: HiveTableRelation if h.output.exists(_.exprId == a.exprId) =>
-        fromCatalog(Some(h.tableMeta), h.output.find(_.exprId == a.exprId).get.name)
-    }.flatten
   }
 }
 

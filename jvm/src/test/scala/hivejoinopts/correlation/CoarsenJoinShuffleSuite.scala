@@ -77,12 +77,52 @@ class CoarsenJoinShuffleSuite extends CorrelationSuiteBase {
     }
   }
 
-  test("not without statistics on the coarser key") {
+  private val viewsJoinThenGroup =
+    """SELECT f1_view.k, count(*), sum(f2_view.w) FROM f1_view JOIN f2_view
+      |ON f1_view.k = f2_view.k AND f1_view.b = f2_view.b GROUP BY f1_view.k""".stripMargin
+
+  test("without statistics, a sample of a plain join input counts the coarser key's values") {
     withShuffledJoins(aqe = true) {
-      val sql = """SELECT f1_view.k, count(*) FROM f1_view JOIN f2_view
-                  |ON f1_view.k = f2_view.k AND f1_view.b = f2_view.b GROUP BY f1_view.k""".stripMargin
-      assertSkipped(Rule, spark.sql(sql), "no distinct-count statistics")
-      assert(shufflesOf(withExtension(on = true)(executedPlan(spark.sql(sql)))) == 3)
+      checkSameAnswer(spark.sql(viewsJoinThenGroup))
+      val fired = firedBy(Rule, spark.sql(viewsJoinThenGroup))
+      assert(fired.nonEmpty, decisionsOf(spark.sql(viewsJoinThenGroup)).mkString("\n"))
+      val numbers = fired.head.numbers.toMap
+      // 500 values of k in f1_view: a sample of all its rows holds every one.
+      assert(numbers("distinctSource").startsWith("sample") && numbers("distinctKeys") == "500",
+        numbers)
+      assert(shufflesOf(withExtension(on = true)(executedPlan(spark.sql(viewsJoinThenGroup)))) == 2)
+    }
+  }
+
+  test("without statistics, not when the sample holds fewer distinct values than the bound") {
+    withShuffledJoins(aqe = true) {
+      withConf(HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "1000") {
+        assertSkipped(Rule, spark.sql(viewsJoinThenGroup), "500 distinct values")
+        assert(shufflesOf(withExtension(on = true)(executedPlan(spark.sql(viewsJoinThenGroup)))) == 3)
+      }
+    }
+  }
+
+  test("without statistics, not when one value of the coarser key holds many rows") {
+    table("heavy_view", spark.range(0, 20000).selectExpr(
+      "CASE WHEN id % 3 = 0 THEN 1 ELSE id % 500 END AS k", "id % 7 AS b", "id AS v"))
+    val sql = """SELECT h.k, count(*) FROM heavy_view h JOIN f2_view
+                |ON h.k = f2_view.k AND h.b = f2_view.b GROUP BY h.k""".stripMargin
+    withShuffledJoins(aqe = true) {
+      checkSameAnswer(spark.sql(sql))
+      assertSkipped(Rule, spark.sql(sql), "the coarser key is skewed")
+    }
+  }
+
+  test("without statistics, not when no join input is a plain scan to sample") {
+    // Unions: shuffled by the join, but not a scan to sample.
+    val sql = """SELECT a.k, count(*) FROM
+                |(SELECT k, b FROM f1_view UNION ALL SELECT k, b FROM f2_view) a JOIN
+                |(SELECT k, b FROM f2_view UNION ALL SELECT k, b FROM f1_view) c
+                |ON a.k = c.k AND a.b = c.b GROUP BY a.k""".stripMargin
+    withShuffledJoins(aqe = true) {
+      checkSameAnswer(spark.sql(sql))
+      assertSkipped(Rule, spark.sql(sql), "neither join input is a plain scan")
     }
   }
 
