@@ -163,3 +163,27 @@ def test_sampling_time_counts_the_samples_not_taken_from_the_cache():
         "sampleMs(right)": "250", "sampleCached(right)": "false"})
     assert sample_ms([both, other]) == 1750
     assert sample_ms([Decision("SkewJoinSplit", "join", "skipped", "", {})]) == 0
+
+
+def test_progress_hears_of_the_row_check_and_each_round(monkeypatch):
+    from hive_join_opts import _session
+    from hive_join_opts.bench import runner
+
+    bench = object.__new__(runner.Bench)
+    bench._configure = lambda scenario, mode: None
+    bench._run = lambda scenario: run(100, None, 10)
+    bench.rows = lambda scenario, mode: [(1,)]
+    bench.spark = type("Spark", (), {"conf": type("Conf", (), {"set": lambda *a: None})()})()
+    monkeypatch.setattr(_session, "last_decisions", lambda spark: [])
+    seen = []
+
+    class Recorder:
+        def show(self, text):
+            seen.append(text)
+
+        def advance(self, steps=1):
+            seen.append("+")
+
+    bench.measure(object(), runs=2, warmup=1, progress=Recorder())
+    assert seen == ["comparing rows", "+", "round 1/3 (warm-up)", "+", "round 2/3 (timed 1/2)",
+                    "+", "round 3/3 (timed 2/2)", "+"]

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from . import report
+from . import progress, report
 from .scenarios import select
 
 
@@ -50,18 +50,23 @@ def main(args) -> int:
     spark = local_session("hive-join-opts bench", fixed_heap=True)
     bench = Bench(spark, args.scale)
     results = []
-    for scenario in scenarios:
-        prepare(spark, scenario.dataset, args.scale)
-        started = time.time()
-        result = bench.measure(scenario, args.runs, args.warmup)
-        results.append(result)
-        print(
-            f"{scenario.name}: Spark {result.spark.wall_ms / 1000:.2f}s, "
-            f"hive-join-opts {result.extension.wall_ms / 1000:.2f}s "
-            f"({result.speedup:.2f}x; fired: {', '.join(result.fired) or 'none'}; "
-            f"same rows: {result.same_answer}) [{time.time() - started:.0f}s]",
-            flush=True,
-        )
+    # Each scenario: the row comparison, then its warm-up and timed rounds.
+    rounds = 1 + args.warmup + args.runs
+    with progress.steps("bench", total=len(scenarios) * rounds) as tracker:
+        for i, scenario in enumerate(scenarios, 1):
+            scoped = progress.Scoped(tracker, f"scenario {i}/{len(scenarios)} {scenario.name}: ")
+            scoped.show("preparing data")
+            prepare(spark, scenario.dataset, args.scale)
+            started = time.time()
+            result = bench.measure(scenario, args.runs, args.warmup, progress=scoped)
+            results.append(result)
+            print(
+                f"{scenario.name}: Spark {result.spark.wall_ms / 1000:.2f}s, "
+                f"hive-join-opts {result.extension.wall_ms / 1000:.2f}s "
+                f"({result.speedup:.2f}x; fired: {', '.join(result.fired) or 'none'}; "
+                f"same rows: {result.same_answer}) [{time.time() - started:.0f}s]",
+                flush=True,
+            )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     warmup = f" --warmup {args.warmup}" if args.warmup != 1 else ""

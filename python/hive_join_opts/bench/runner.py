@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .._compare import rows_equal
 from .model import ENABLED_KEY, EXTENSION, SPARK, Dataset, Scenario
+from .progress import NoProgress, Progress
 from .stages import default_join_stage, simulated_wall_ms, straggler_factor
 
 
@@ -212,17 +213,24 @@ class Bench:
         self._configure(scenario, mode)
         return self.spark.sql(scenario.sql).collect()
 
-    def measure(self, scenario: Scenario, runs: int, warmup: int = 1) -> Result:
+    def measure(self, scenario: Scenario, runs: int, warmup: int = 1,
+                progress: Progress | None = None) -> Result:
+        """Compares the rows of both configurations, then runs `warmup` untimed rounds and
+        `runs` timed ones; `progress` is told of each of these 1 + warmup + runs steps."""
         from .._session import last_decisions
 
+        progress = progress or NoProgress()
+        progress.show("comparing rows")
         spark_rows = self.rows(scenario, SPARK)
         # The extension's first query plans with no cached sample: what a first query pays.
         extension_rows = self.rows(scenario, EXTENSION)
         first_sample_ms = sample_ms(last_decisions(self.spark))
         same = rows_equal(spark_rows, extension_rows)
+        progress.advance()
         timed: dict[str, list[Run]] = {SPARK: [], EXTENSION: []}
         decisions: list = []
         for i in range(warmup + runs):  # the warm-up rounds are not counted
+            progress.show(round_label(i, warmup, runs))
             # Each configuration goes first every other round: the run after another pays for
             # its garbage, and neither configuration should always be the one that does.
             for mode in (SPARK, EXTENSION) if i % 2 == 0 else (EXTENSION, SPARK):
@@ -232,6 +240,7 @@ class Bench:
                     decisions = last_decisions(self.spark)
                 if i >= warmup:
                     timed[mode].append(run)
+            progress.advance()
         self.spark.conf.set(ENABLED_KEY, "true")
         fired = sorted({d.rule for d in decisions if d.fired})
         return Result(
@@ -243,6 +252,12 @@ class Bench:
             same_answer=same,
             first_sample_ms=first_sample_ms,
         )
+
+
+def round_label(i: int, warmup: int, runs: int) -> str:
+    """'round 2/4 (warm-up)', 'round 4/4 (timed 3/3)' for the round of index i."""
+    where = "warm-up" if i < warmup else f"timed {i - warmup + 1}/{runs}"
+    return f"round {i + 1}/{warmup + runs} ({where})"
 
 
 def sample_ms(decisions: list) -> int:
