@@ -7,6 +7,7 @@ with a relative tolerance; every other value (decimals included) must be equal.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any, Sequence
 
 REL_TOL = 1e-6
@@ -44,19 +45,36 @@ def rows_equal(expected: Sequence, actual: Sequence) -> bool:
     return not difference(expected, actual)
 
 
+def _canonical(value: Any):
+    """A hashable form of a value in which doubles equal to ten significant digits are one
+    value: most equal answers match exactly here, and only the rest need the tolerance."""
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else float(f"{value + 0.0:.10g}")
+    if isinstance(value, (list, tuple)):
+        return tuple(_canonical(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted(((str(k), _canonical(v)) for k, v in value.items()), key=repr))
+    return value
+
+
 def difference(expected: Sequence, actual: Sequence, limit: int = 5) -> str:
     """Empty when the answers are equal, else a short description of how they differ."""
     if len(expected) != len(actual):
         return f"{len(expected)} rows expected, {len(actual)} returned"
-    left = sorted((tuple(r) for r in expected), key=_sort_key)
-    right = sorted((tuple(r) for r in actual), key=_sort_key)
-    unmatched = [(x, y) for x, y in zip(left, right) if not values_equal(x, y)]
-    if not unmatched:
+    # Count the rows first (linear in the rows); only those without an exact twin are matched
+    # within the tolerance, sorted and then pairwise.
+    left_counts = Counter(_canonical(tuple(r)) for r in expected)
+    right_counts = Counter(_canonical(tuple(r)) for r in actual)
+    if left_counts == right_counts:
         return ""
-    # Rounding can order near-equal doubles differently: match the leftovers pairwise.
-    rest = [y for _, y in unmatched]
+    only_left, only_right = left_counts - right_counts, right_counts - left_counts
+    originals = {}
+    for r in list(expected) + list(actual):
+        originals.setdefault(_canonical(tuple(r)), tuple(r))
+    left = sorted((originals[k] for k in only_left.elements()), key=_sort_key)
+    rest = sorted((originals[k] for k in only_right.elements()), key=_sort_key)
     missing = []
-    for x, _ in unmatched:
+    for x in left:
         match = next((i for i, y in enumerate(rest) if values_equal(x, y)), None)
         if match is None:
             missing.append(x)

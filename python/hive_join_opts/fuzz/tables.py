@@ -76,7 +76,8 @@ class World:
         return [t.name for t in self.tables if t.rows >= 1000]
 
     def dimensions(self) -> list[str]:
-        return [t.name for t in self.tables if t.rows < 1000]
+        """The small tables with rows: the empty table is drawn on its own, and rarely."""
+        return [t.name for t in self.tables if 0 < t.rows < 1000]
 
     def table(self, name: str) -> Table:
         return next(t for t in self.tables if t.name == name)
