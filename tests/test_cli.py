@@ -103,6 +103,29 @@ def test_bench_writes_table_chart_and_json(tmp_path):
     assert unknown.returncode != 0 and "no scenario matches" in unknown.stderr
 
 
+def test_bench_suite_writes_table_chart_and_json(tmp_path):
+    out = tmp_path / "suite"
+    result = run_cli("bench", "--suite", "tpch", "--scale", "0.01", "--runs", "1",
+                     "--query", "q6", "--query", "q17", "--out", str(out),
+                     env={"HIVE_JOIN_OPTS_PROGRESS": "plain"})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    table = (out / "tpch.md").read_text()
+    assert "`hive-join-opts bench --suite tpch --scale 0.01 --runs 1 --query q6 --query q17`" \
+        in table.splitlines()[0]
+    assert "| q17 |" in table and "| q6 |" in table
+    assert (out / "tpch.png").stat().st_size > 1000
+    raw = json.loads((out / "tpch.json").read_text())
+    assert [q["name"] for q in raw["queries"]] == ["q6", "q17"]
+    assert all(q["same_rows"] and q["counted"] for q in raw["queries"])
+    # Progress goes to stderr, one plain line per step; stdout has the table only.
+    assert "bench --suite tpch: query 2/2 q17: round 2/2 (timed 1/1)" in result.stderr
+    assert "| step " not in result.stdout and "\r" not in result.stderr
+    unknown = run_cli("bench", "--suite", "tpch", "--query", "q99", "--list")
+    assert unknown.returncode != 0 and "no query q99 in tpch" in unknown.stderr
+    mixed = run_cli("bench", "--suite", "tpch", "--scenario", "no_candidates")
+    assert mixed.returncode != 0 and "--query" in mixed.stderr
+
+
 def test_explain_reports_a_bad_query_without_a_traceback():
     result = run_cli("explain", "--sql", "SELECT nope FROM nowhere")
     assert result.returncode == 1

@@ -8,5 +8,8 @@ Modules, each importing only those listed before it:
 - progress: progress of long runs on stderr
 - runner: runs scenarios in both configurations and collects the measured runs
 - report: the scenario benchmark's markdown table, chart and JSON
+- tpch_skew: TPC-H with skewed foreign keys (benchbox's TPC-H Skew generator)
+- suite: the warehouse suites (every TPC-H or TPC-DS query) in both configurations
+- suite_report: the suite's markdown, chart and JSON
 - cli: the `bench` subcommand's options and main
 """

@@ -1,4 +1,4 @@
-"""`hive-join-opts bench`: its options, and the run of the selected scenarios."""
+"""`hive-join-opts bench`: its options; the scenarios, or a warehouse suite (--suite)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import os
 import time
 from pathlib import Path
 
-from . import progress, report
+from . import progress, report, suite, suite_report, tpch_skew
 from .scenarios import select
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--scale", type=float, default=1.0, help="data size factor (default 1)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="data size factor; the scale factor with --suite (default 1)")
     parser.add_argument("--runs", type=int, default=3,
                         help="timed rounds (each runs both configurations); figures are their medians "
                         "(default 3)")
@@ -21,24 +22,35 @@ def add_arguments(parser) -> None:
     parser.add_argument("--scenario", action="append", default=[], metavar="NAME",
                         help="run only these scenarios (repeatable; prefix match)")
     parser.add_argument("--out", default="bench-results",
-                        help="folder for bench.md, bench.png and bench.json (default bench-results)")
-    parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
-    # correlation: the TPC plan census (bench/tpc_plans.py)
-    parser.add_argument("--tpc-plans", action="store_true",
-                        help="instead of the scenarios: shuffles and scans of every TPC-H and "
-                        "TPC-DS query with and without the extension, and the time of those it "
-                        "rewrites (--scale is the scale factor; --scenario picks queries)")
-    parser.add_argument("--tpc-benchmark", action="append", default=[], choices=["tpch", "tpcds"],
-                        help="with --tpc-plans: only this benchmark (repeatable)")
-    parser.add_argument("--tpc-conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="with --tpc-plans: a flag of the extension run (repeatable)")
+                        help="folder for bench.md, bench.png and bench.json; with --suite "
+                        "SUITE.md, SUITE.png and SUITE.json (default bench-results)")
+    parser.add_argument("--list", action="store_true",
+                        help="list the scenarios (with --suite: the queries) and exit")
+    parser.add_argument("--suite", choices=sorted(suite.SUITES),
+                        help="instead of the scenarios: every query of this warehouse benchmark "
+                        "with Spark's defaults and with the extension at its default flags")
+    parser.add_argument("--query", action="append", default=[], metavar="NAME",
+                        help="with --suite: run only these queries, such as q3 (repeatable)")
+    parser.add_argument("--skew-preset", choices=tpch_skew.PRESETS,
+                        default=tpch_skew.DEFAULT_PRESET,
+                        help="with --suite tpch-skew: how skewed the data is (default "
+                        f"{tpch_skew.DEFAULT_PRESET})")
 
 
 def main(args) -> int:
-    if getattr(args, "tpc_plans", False):
-        from .tpc_plans import run
+    if args.suite:
+        if args.scenario:
+            raise SystemExit("--scenario picks scenarios; with --suite, pick queries with --query")
+        if args.warmup < 1:
+            raise SystemExit("--suite compares the rows in its first warm-up round: --warmup 1 "
+                             "or more")
+        return run_suite(args)
+    if args.query:
+        raise SystemExit("--query picks queries of a --suite; scenarios are picked with --scenario")
+    return run_scenarios(args)
 
-        return run(args)
+
+def run_scenarios(args) -> int:
     scenarios = select(args.scenario)
     if args.list:
         for s in scenarios:
@@ -86,3 +98,43 @@ def main(args) -> int:
         print("matplotlib is not installed (pip install 'hive-join-opts[bench]'): no chart")
     print((out / "bench.md").read_text())
     return 0 if all(r.same_answer for r in results) else 1
+
+
+def run_suite(args) -> int:
+    from .. import tpc
+
+    name = args.suite
+    preset = args.skew_preset if name == "tpch-skew" else None
+    queries = suite.select_queries(tpc.queries(suite.SUITES[name]), args.query, name)
+    if args.list:
+        for query in queries:
+            print(query)
+        return 0
+    # The data first: generating it needs memory that the session's fixed heap would hold.
+    folder = suite.data_folder(name, args.scale, preset)
+    from .._session import local_session
+
+    spark = local_session(f"hive-join-opts bench --suite {name}", fixed_heap=True)
+    spark.conf.set("spark.sql.shuffle.partitions", suite.SHUFFLE_PARTITIONS)
+    tpc.register(spark, suite.SUITES[name], folder)
+    suite_run = suite.SuiteRun(spark, queries)
+    with progress.steps(f"bench --suite {name}",
+                        total=(args.warmup + args.runs) * len(queries)) as tracker:
+        results = suite_run.run(args.warmup, args.runs, tracker)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    context = suite_report.Context(
+        suite=name, scale=args.scale, preset=preset, runs=args.runs, warmup=args.warmup,
+        queries=list(args.query), spark_version=spark.version,
+        master=spark.sparkContext.master, shuffle_partitions=suite.SHUFFLE_PARTITIONS,
+        work_source=suite_run.work.source)
+    (out / f"{name}.md").write_text(suite_report.markdown(results, context))
+    (out / f"{name}.json").write_text(
+        json.dumps(suite_report.as_json(results, context), indent=1))
+    try:
+        suite_report.chart(results, context, out / f"{name}.png")
+    except ImportError:
+        print("matplotlib is not installed (pip install 'hive-join-opts[bench]'): no chart")
+    print((out / f"{name}.md").read_text())
+    return 1 if any(r.status == suite.FAILED for r in results) else 0

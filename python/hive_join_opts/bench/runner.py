@@ -209,6 +209,18 @@ class Bench:
             raw = json.loads(self.runner.runWithRowGroups(df, self.collector, spec.column, keys))
         return Run.from_json(raw, scenario.join_stage or default_join_stage)
 
+    def run_sql(self, sql: str) -> tuple[Run, dict[str, float]]:
+        """One run of `sql` from its text to its last row, as the warehouse suite times it
+        (parsing and analysis included, unlike a scenario's run), and the durations of its
+        planning phases (planning_phases_ms)."""
+        self._settle()
+        started = time.perf_counter()
+        df = self.spark.sql(sql)._jdf  # parses and analyzes
+        analyzed_ms = (time.perf_counter() - started) * 1000
+        run = Run.from_json(json.loads(self.runner.run(df, self.collector)), default_join_stage)
+        run.wall_ms += analyzed_ms
+        return run, planning_phases_ms(df)
+
     def rows(self, scenario: Scenario, mode: str) -> list:
         self._configure(scenario, mode)
         return self.spark.sql(scenario.sql).collect()
@@ -252,6 +264,23 @@ class Bench:
             same_answer=same,
             first_sample_ms=first_sample_ms,
         )
+
+
+PLANNING_PHASES = ("analysis", "optimization", "planning")
+
+
+def planning_phases_ms(jdf) -> dict[str, float]:
+    """Milliseconds of the query's phases as Spark's QueryPlanningTracker recorded them
+    (parsing, analysis, optimization, planning). With adaptive execution the plan is optimized
+    again while it runs, stage by stage; that time is not in these phases."""
+    phases = jdf.queryExecution().tracker().phases()
+    return {name: float(phases.apply(name).durationMs())
+            for name in ("parsing",) + PLANNING_PHASES if phases.contains(name)}
+
+
+def planning_ms(phases: dict[str, float]) -> float:
+    """Planning time: analysis, optimization and physical planning."""
+    return sum(phases.get(name, 0.0) for name in PLANNING_PHASES)
 
 
 def round_label(i: int, warmup: int, runs: int) -> str:

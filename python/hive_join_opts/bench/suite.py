@@ -1,0 +1,278 @@
+"""`hive-join-opts bench --suite tpch|tpcds|tpch-skew`: every query of a warehouse benchmark with
+Spark's defaults and with the extension at its default flags, in one process.
+
+The two configurations differ only in the extension's master switch
+(`spark.sql.hiveJoinOpts.enabled`); both run with Spark's defaults (adaptive execution on, 200
+shuffle partitions). Each query's rounds run back to back. The first is an untimed warm-up
+that collects the query's rows in both configurations and compares them, then runs it once more
+in each as the timed rounds will; further warm-up rounds (`--warmup`) are untimed too. Then
+each timed round runs the query in both configurations back to back, each configuration first
+in every other round. Per query and configuration: the median wall time (from the SQL
+text to the last row), planning time (Spark's QueryPlanningTracker: analysis, optimization and
+physical planning), bytes read and shuffled; for the extension, the rules that fired and the
+planning time its rules spent on work of their own (sampling join keys, evaluating small join
+sides, reading Parquet footers). A query's ratio is the median of the rounds' Spark /
+extension ratios: above 1, the extension is faster.
+
+A query that fails the same way in both configurations (such as a division by zero under ANSI
+mode) is reported and not counted. Any other difference between the configurations (one fails,
+the rows differ) fails the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .._compare import difference
+from . import progress
+from .model import ENABLED_KEY, EXTENSION, SPARK
+from .runner import Bench, paired_speedup, planning_ms, sample_ms
+
+# Suite -> the benchmark whose query texts it runs.
+SUITES = {"tpch": "tpch", "tpcds": "tpcds", "tpch-skew": "tpch"}
+TITLES = {"tpch": "TPC-H", "tpcds": "TPC-DS", "tpch-skew": "TPC-H Skew"}
+# Spark's default; the local session the CLI builds sets fewer.
+SHUFFLE_PARTITIONS = "200"
+
+OK = "ok"
+FAILS_IN_BOTH = "fails in both"
+FAILED = "failed"
+
+
+@dataclass
+class QueryRun:
+    """What one run of a query in one configuration measured."""
+
+    wall_ms: float
+    planning_ms: float
+    phases_ms: dict
+    rows: int
+    shuffles: int
+    scans: int
+    bytes_read: int
+    bytes_shuffled: int
+    # Extension runs: milliseconds of the extension's own planning work (totalMs and its parts).
+    work_ms: dict | None = None
+    plan: str = ""
+
+
+@dataclass
+class QueryResult:
+    name: str
+    status: str = OK
+    error: str = ""
+    same_rows: bool | None = None
+    fired: list[str] = field(default_factory=list)
+    # The timed runs of each configuration, in round order.
+    spark_runs: list[QueryRun] = field(default_factory=list)
+    extension_runs: list[QueryRun] = field(default_factory=list)
+    # The extension's planning work in the warm-up round: the query's first planning, with
+    # nothing cached (samples, footers).
+    first_work_ms: dict | None = None
+
+    @property
+    def counted(self) -> bool:
+        return self.status == OK and bool(self.spark_runs) and bool(self.extension_runs)
+
+    def median(self, mode: str, attribute: str) -> float:
+        runs = self.spark_runs if mode == SPARK else self.extension_runs
+        return statistics.median(getattr(r, attribute) for r in runs)
+
+    def median_run(self, mode: str) -> QueryRun:
+        """The run of median wall time (the lower one of an even count)."""
+        runs = self.spark_runs if mode == SPARK else self.extension_runs
+        return sorted(runs, key=lambda r: r.wall_ms)[(len(runs) - 1) // 2]
+
+    @property
+    def ratio(self) -> float:
+        return paired_speedup([r.wall_ms for r in self.spark_runs],
+                              [r.wall_ms for r in self.extension_runs])
+
+    def work_ms(self) -> float:
+        """Median of the extension's own planning work over the timed rounds."""
+        return statistics.median(float((r.work_ms or {}).get("totalMs", 0))
+                                 for r in self.extension_runs)
+
+    def fail(self, error: str) -> None:
+        self.status, self.error = FAILED, error
+
+
+def error_of(e: BaseException) -> str:
+    """An error's class as Spark names it ([DIVIDE_BY_ZERO] ...) and its first line."""
+    text = str(e).strip()
+    first = next((line.strip() for line in text.splitlines() if line.strip()),
+                 type(e).__name__)
+    return first[:240]
+
+
+def error_class(e: BaseException) -> str:
+    found = re.search(r"\[([A-Z][A-Z0-9_.]+)\]", str(e))
+    return found.group(1) if found else type(e).__name__
+
+
+@contextlib.contextmanager
+def quiet_query_errors():
+    """PySpark logs every failing query's error with its stack trace; the report has it."""
+    loggers = [logging.getLogger(n) for n in ("SQLQueryContextLogger",
+                                              "DataFrameQueryContextLogger")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+class PlanningWork:
+    """The extension's own planning work for the session's latest query. The JAR's
+    `HiveJoinOpts.lastPlanningWorkJson` gives it ({"totalMs", "sampleMs", "smallSideMs",
+    "footerMs"}); a JAR without it leaves the sampling time of the decisions (their sampleMs of
+    samples not taken from the cache), and `source` says which was used."""
+
+    def __init__(self, spark):
+        self.spark = spark
+        self.from_facade: bool | None = None  # unknown until the first call
+
+    @property
+    def source(self) -> str:
+        return ("HiveJoinOpts.lastPlanningWorkJson" if self.from_facade
+                else "the decisions' sampleMs (sampling only)")
+
+    def last(self, decisions: list) -> dict:
+        if self.from_facade is not False:
+            from py4j.protocol import Py4JError
+
+            try:
+                raw = self.spark._jvm.hivejoinopts.HiveJoinOpts.lastPlanningWorkJson(
+                    self.spark._jsparkSession)
+                self.from_facade = True
+                return {k: float(v) for k, v in json.loads(raw).items()}
+            except Py4JError:
+                if self.from_facade:  # it answered before: this is a real failure
+                    raise
+                self.from_facade = False
+        sampled = float(sample_ms(decisions))
+        return {"totalMs": sampled, "sampleMs": sampled}
+
+
+def select_queries(texts: dict[str, str], names: list[str], suite: str) -> dict[str, str]:
+    if not names:
+        return texts
+    unknown = [n for n in names if n not in texts]
+    if unknown:
+        raise SystemExit(f"no query {', '.join(unknown)} in {suite}; known: {', '.join(texts)}")
+    return {name: sql for name, sql in texts.items() if name in names}
+
+
+def data_folder(suite: str, scale: float, preset: str) -> Path:
+    """The suite's tables at `scale`, generated once and cached."""
+    if suite == "tpch-skew":
+        from . import tpch_skew
+
+        return tpch_skew.generate(scale, preset)
+    from .. import tpc
+
+    return tpc.generate(SUITES[suite], scale)
+
+
+class SuiteRun:
+    """Runs the queries of one suite in both configurations, round by round."""
+
+    def __init__(self, spark, queries: dict[str, str]):
+        self.spark = spark
+        self.queries = queries
+        self.bench = Bench(spark)
+        self.work = PlanningWork(spark)
+        self.results = {name: QueryResult(name) for name in queries}
+
+    def _use(self, mode: str) -> None:
+        self.spark.conf.set(ENABLED_KEY, "false" if mode == SPARK else "true")
+
+    def _decisions(self) -> list:
+        from .._session import last_decisions
+
+        return last_decisions(self.spark)
+
+    def compare(self, name: str, order: tuple[str, str]) -> None:
+        """The warm-up run of a query: its rows in both configurations, compared."""
+        result, sql = self.results[name], self.queries[name]
+        answers: dict[str, tuple[str, object, str]] = {}
+        for mode in order:
+            self._use(mode)
+            try:
+                with quiet_query_errors():
+                    answers[mode] = ("rows", self.spark.sql(sql).collect(), "")
+            except Exception as e:  # noqa: BLE001 (a query's failure is a result)
+                answers[mode] = ("error", error_class(e), error_of(e))
+            if mode == EXTENSION:
+                decisions = self._decisions()
+                result.fired = sorted({d.rule for d in decisions if d.fired})
+                result.first_work_ms = self.work.last(decisions)
+        spark, ext = answers[SPARK], answers[EXTENSION]
+        if spark[0] == ext[0] == "rows":
+            diff = difference(spark[1], ext[1])
+            result.same_rows = not diff
+            if diff:
+                result.fail(f"different rows: {diff}")
+        elif spark[0] == ext[0] == "error" and spark[1] == ext[1]:
+            result.status, result.error = FAILS_IN_BOTH, spark[2]
+        elif ext[0] == "error" and spark[0] == "error":
+            result.fail(f"fails differently: Spark {spark[2]}; with the extension {ext[2]}")
+        elif ext[0] == "error":
+            result.fail(f"fails only with the extension: {ext[2]}")
+        else:
+            result.fail(f"fails only with Spark's plan, the extension returned rows: {spark[2]}")
+
+    def measure(self, name: str, order: tuple[str, str], timed: bool) -> None:
+        """One run of the query in each configuration; kept when `timed`."""
+        result = self.results[name]
+        for mode in order:
+            self._use(mode)
+            try:
+                run, phases = self.bench.run_sql(self.queries[name])
+            except Exception as e:  # noqa: BLE001
+                who = "with the extension" if mode == EXTENSION else "with Spark's defaults"
+                result.fail(f"failed {who} in a later round: {error_of(e)}")
+                return
+            measured = QueryRun(
+                wall_ms=run.wall_ms, planning_ms=planning_ms(phases), phases_ms=phases,
+                rows=run.rows, shuffles=run.shuffles, scans=run.scans,
+                bytes_read=run.bytes_read, bytes_shuffled=run.bytes_shuffled, plan=run.plan)
+            if mode == EXTENSION:
+                decisions = self._decisions()
+                result.fired = sorted(set(result.fired) | {d.rule for d in decisions if d.fired})
+                measured.work_ms = self.work.last(decisions)
+            if timed:
+                (result.spark_runs if mode == SPARK else result.extension_runs).append(measured)
+
+    def run(self, warmup: int, runs: int, tracker: progress.Progress) -> list[QueryResult]:
+        """Each query's rounds back to back: the first run after another query pays for the
+        switch (at scale factor 0.01 it took 15% to 25% longer than the run after it), so
+        that switch falls in the warm-up, never in a timed pair."""
+        rounds = warmup + runs
+        for i, name in enumerate(self.queries, 1):
+            result = self.results[name]
+            for r in range(rounds):
+                where = ("warm-up, comparing rows" if r == 0 else "warm-up" if r < warmup
+                         else f"timed {r - warmup + 1}/{runs}")
+                tracker.show(f"query {i}/{len(self.queries)} {name}: round {r + 1}/{rounds} "
+                             f"({where})")
+                # Each configuration goes first in every other round.
+                order = (SPARK, EXTENSION) if r % 2 == 0 else (EXTENSION, SPARK)
+                if r == 0:
+                    self.compare(name, order)
+                if result.status == OK:
+                    # In the first round too: collecting the rows does not run the code the
+                    # timed runs run, and the first run of that code pays for compiling it.
+                    self.measure(name, order, timed=r >= warmup)
+                tracker.advance()
+        self.spark.conf.set(ENABLED_KEY, "true")
+        return list(self.results.values())

@@ -1,0 +1,213 @@
+"""The warehouse suite's report: a markdown file, a PNG chart of the ratios and the raw JSON."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .model import EXTENSION, SPARK
+from .suite import FAILED, FAILS_IN_BOTH, TITLES, QueryResult
+
+# Queries whose ratio is below this are listed as the slowest.
+SLOW_RATIO = 0.95
+
+
+@dataclass
+class Context:
+    """How the suite ran: what the header and the JSON say besides the numbers."""
+
+    suite: str
+    scale: float
+    preset: str | None
+    runs: int
+    warmup: int
+    queries: list[str] = field(default_factory=list)
+    spark_version: str = ""
+    master: str = ""
+    shuffle_partitions: str = ""
+    work_source: str = ""
+    cores: int = field(default_factory=lambda: os.cpu_count() or 0)
+
+    @property
+    def command(self) -> str:
+        """The command that reproduces the table."""
+        parts = [f"hive-join-opts bench --suite {self.suite} --scale {self.scale:g}"]
+        if self.preset:
+            parts.append(f"--skew-preset {self.preset}")
+        parts.append(f"--runs {self.runs}")
+        if self.warmup != 1:
+            parts.append(f"--warmup {self.warmup}")
+        parts.extend(f"--query {q}" for q in self.queries)
+        return " ".join(parts)
+
+    @property
+    def title(self) -> str:
+        name = TITLES[self.suite] + (f" ({self.preset})" if self.preset else "")
+        return f"{name} at scale factor {self.scale:g}"
+
+
+def geometric_mean(values: list[float]) -> float | None:
+    values = [v for v in values if v > 0]
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+@dataclass
+class Summary:
+    counted: int
+    spark_total_ms: float
+    extension_total_ms: float
+    geomean: float | None
+    fired: int
+    geomean_fired: float | None
+    slow: list[tuple[str, float]]
+    fails_in_both: list[tuple[str, str]]
+    failed: list[tuple[str, str]]
+
+    @property
+    def total_ratio(self) -> float | None:
+        return self.spark_total_ms / self.extension_total_ms if self.extension_total_ms else None
+
+
+def summarize(results: list[QueryResult]) -> Summary:
+    counted = [r for r in results if r.counted]
+    fired = [r for r in counted if r.fired]
+    return Summary(
+        counted=len(counted),
+        spark_total_ms=sum(r.median(SPARK, "wall_ms") for r in counted),
+        extension_total_ms=sum(r.median(EXTENSION, "wall_ms") for r in counted),
+        geomean=geometric_mean([r.ratio for r in counted]),
+        fired=len(fired),
+        geomean_fired=geometric_mean([r.ratio for r in fired]),
+        slow=sorted(((r.name, r.ratio) for r in counted if r.ratio < SLOW_RATIO),
+                    key=lambda x: x[1]),
+        fails_in_both=[(r.name, r.error) for r in results if r.status == FAILS_IN_BOTH],
+        failed=[(r.name, r.error) for r in results if r.status == FAILED],
+    )
+
+
+def _s(ms: float) -> str:
+    return f"{ms / 1000:.2f}"
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:,.1f}"
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}x"
+
+
+def markdown(results: list[QueryResult], context: Context) -> str:
+    s = summarize(results)
+    lines = [
+        f"Measured with `{context.command}` on Spark {context.spark_version}, {context.master}, "
+        f"{context.cores} cores.",
+        "",
+        f"**{context.title}**: Spark's defaults (adaptive execution on, "
+        f"{context.shuffle_partitions} shuffle partitions, `spark.sql.hiveJoinOpts.enabled=false`) "
+        "against hive-join-opts at its default flags, in one process. Per query, one untimed "
+        "warm-up round that compared its rows and ran it as the timed rounds do"
+        + (f", {context.warmup - 1} more untimed" if context.warmup > 1 else "")
+        + f", then {context.runs} timed round(s), each running it in both configurations "
+        "back to back, each first in every other round. Times are medians of "
+        "the rounds, from the SQL text to the last row; a ratio is the median of the rounds' "
+        "Spark / extension ratios (above 1: the extension is faster).",
+        "",
+        "| | Spark | hive-join-opts | ratio |",
+        "|---|---:|---:|---:|",
+        f"| total of the {s.counted} counted queries (s) | {_s(s.spark_total_ms)} "
+        f"| {_s(s.extension_total_ms)} | {_ratio(s.total_ratio)} |",
+        "",
+        f"- geometric mean of the ratios: {_ratio(s.geomean)} (all {s.counted} counted "
+        f"queries); " + (f"{_ratio(s.geomean_fired)} (the {s.fired} where a rule fired)"
+                         if s.fired else "no rule fired"),
+        "- below {:.2f}x: {}".format(
+            SLOW_RATIO, ", ".join(f"{n} {_ratio(x)}" for n, x in s.slow) or "none"),
+    ]
+    if s.fails_in_both:
+        lines.append("- not counted, they fail the same way in both configurations: "
+                     + "; ".join(f"{n} ({e})" for n, e in s.fails_in_both))
+    if s.failed:
+        lines.append("- **FAILED** (the configurations differ): "
+                     + "; ".join(f"{n}: {e}" for n, e in s.failed))
+    lines += [
+        "",
+        "| query | Spark s | ext s | ratio | same rows | rules fired | planning ms Spark / ext "
+        "| ext's own planning work ms | MB read Spark / ext | MB shuffled Spark / ext |",
+        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        if not r.counted:
+            status = "fails in both" if r.status == FAILS_IN_BOTH else "**FAILED**"
+            lines.append(f"| {r.name} | - | - | - | {status} | {', '.join(r.fired) or 'none'} "
+                         "| - | - | - | - |")
+            continue
+        spark, ext = r.median_run(SPARK), r.median_run(EXTENSION)
+        ext_planning = r.median(EXTENSION, "planning_ms")
+        work = r.work_ms()
+        share = f" ({100 * work / ext_planning:.0f}%)" if ext_planning > 0 and work > 0 else ""
+        lines.append(
+            f"| {r.name} | {_s(r.median(SPARK, 'wall_ms'))} | {_s(r.median(EXTENSION, 'wall_ms'))} "
+            f"| {_ratio(r.ratio)} | {'yes' if r.same_rows else 'NO'} "
+            f"| {', '.join(r.fired) or 'none'} "
+            f"| {r.median(SPARK, 'planning_ms'):.0f} / {ext_planning:.0f} | {work:.0f}{share} "
+            f"| {_mb(spark.bytes_read)} / {_mb(ext.bytes_read)} "
+            f"| {_mb(spark.bytes_shuffled)} / {_mb(ext.bytes_shuffled)} |")
+    lines += [
+        "",
+        "Planning: Spark's QueryPlanningTracker phases analysis, optimization and planning, "
+        "median over the rounds; with adaptive execution, part of the optimization happens "
+        "while the query runs and is not in them. The extension's own planning work (sampling "
+        "join keys, evaluating small join sides, reading Parquet footers) comes from "
+        f"{context.work_source}; in parentheses, its share of the extension's planning time. "
+        "Bytes read and shuffled are those of each configuration's median run.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def chart(results: list[QueryResult], context: Context, path: Path) -> None:
+    """The ratio of every counted query, sorted, with lines at 1.0 and at SLOW_RATIO."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    counted = sorted((r for r in results if r.counted), key=lambda r: r.ratio)
+    height = max(3.0, 0.16 * len(counted) + 1.4)
+    fig, ax = plt.subplots(figsize=(7.5, height))
+    ys = range(len(counted))
+    ax.barh(list(ys), [r.ratio for r in counted],
+            color=["tab:blue" if r.fired else "tab:gray" for r in counted])
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.axvline(SLOW_RATIO, color="tab:red", linewidth=0.8, linestyle="--")
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([r.name for r in counted], fontsize=7 if len(counted) > 40 else 9)
+    ax.set_ylim(-0.6, len(counted) - 0.4)
+    ax.set_xlabel("Spark time / hive-join-opts time (above 1: the extension is faster)")
+    ax.set_title(f"{context.title}: a rule fired (blue) or not (gray); "
+                 f"dashed line {SLOW_RATIO:.2f}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def as_json(results: list[QueryResult], context: Context) -> dict:
+    s = summarize(results)
+    return {
+        "command": context.command,
+        "context": asdict(context),
+        "summary": {**asdict(s), "total_ratio": s.total_ratio},
+        "queries": [
+            {**asdict(r), "counted": r.counted,
+             **({"ratio": r.ratio,
+                 "spark_ms": r.median(SPARK, "wall_ms"),
+                 "extension_ms": r.median(EXTENSION, "wall_ms"),
+                 "spark_planning_ms": r.median(SPARK, "planning_ms"),
+                 "extension_planning_ms": r.median(EXTENSION, "planning_ms"),
+                 "extension_work_ms": r.work_ms()} if r.counted else {})}
+            for r in results],
+    }

@@ -1,0 +1,168 @@
+"""The warehouse suite's logic without Spark: how a query's outcome is judged, the order of the
+runs, and the summary figures of the report."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hive_join_opts.bench import suite, suite_report
+from hive_join_opts.bench.model import ENABLED_KEY, EXTENSION, SPARK
+
+
+class FakeSpark:
+    """Answers each query by the configuration it runs in: rows, or an error."""
+
+    def __init__(self, answers):
+        self.answers = answers  # (sql, mode) -> list of rows | Exception
+        self.mode = None
+        outer = self
+
+        class Conf:
+            def set(self, key, value):
+                assert key == ENABLED_KEY
+                outer.mode = SPARK if value == "false" else EXTENSION
+
+        self.conf = Conf()
+
+    def sql(self, text):
+        answer = self.answers[(text, self.mode)]
+
+        class Frame:
+            def collect(self):
+                if isinstance(answer, Exception):
+                    raise answer
+                return answer
+
+        return Frame()
+
+
+def suite_run(answers, queries):
+    run = object.__new__(suite.SuiteRun)
+    run.spark = FakeSpark(answers)
+    run.queries = queries
+    run.results = {name: suite.QueryResult(name) for name in queries}
+    run._decisions = lambda: []
+    run.work = type("Work", (), {"last": lambda self, decisions: {"totalMs": 3.0}})()
+    return run
+
+
+def divide_by_zero():
+    return RuntimeError("[DIVIDE_BY_ZERO] Division by zero. SQLSTATE: 22012\n== SQL ==\n...")
+
+
+def test_the_warm_up_judges_each_query_by_both_answers():
+    queries = {"same": "a", "differ": "b", "both": "c", "ext": "d", "spark": "e"}
+    answers = {
+        ("a", SPARK): [(1, 2.0)], ("a", EXTENSION): [(1, 2.0000000001)],
+        ("b", SPARK): [(1,)], ("b", EXTENSION): [(2,)],
+        ("c", SPARK): divide_by_zero(), ("c", EXTENSION): divide_by_zero(),
+        ("d", SPARK): [(1,)], ("d", EXTENSION): divide_by_zero(),
+        ("e", SPARK): divide_by_zero(), ("e", EXTENSION): [(1,)],
+    }
+    run = suite_run(answers, queries)
+    for name in queries:
+        run.compare(name, (SPARK, EXTENSION))
+    r = run.results
+    assert r["same"].status == suite.OK and r["same"].same_rows is True
+    assert r["same"].first_work_ms == {"totalMs": 3.0}
+    assert r["differ"].status == suite.FAILED and "different rows" in r["differ"].error
+    assert r["both"].status == suite.FAILS_IN_BOTH
+    assert r["both"].error.startswith("[DIVIDE_BY_ZERO] Division by zero.")
+    assert r["ext"].status == suite.FAILED and "only with the extension" in r["ext"].error
+    assert r["spark"].status == suite.FAILED and "only with Spark's plan" in r["spark"].error
+
+
+def test_each_query_runs_its_rounds_back_to_back_alternating_the_first_configuration():
+    run = suite_run({}, {"q1": "a", "q2": "b"})
+    calls = []
+    run.compare = lambda name, order: calls.append(("compare", name, order))
+    run.measure = lambda name, order, timed: calls.append(("measure", name, order, timed))
+    run.spark.conf.set(ENABLED_KEY, "false")
+    steps = []
+
+    class Tracker:
+        def show(self, text):
+            steps.append(text)
+
+        def advance(self, n=1):
+            pass
+
+    run.run(warmup=1, runs=2, tracker=Tracker())
+    se, es = (SPARK, EXTENSION), (EXTENSION, SPARK)
+    assert calls == [
+        ("compare", "q1", se), ("measure", "q1", se, False),
+        ("measure", "q1", es, True), ("measure", "q1", se, True),
+        ("compare", "q2", se), ("measure", "q2", se, False),
+        ("measure", "q2", es, True), ("measure", "q2", se, True),
+    ]
+    assert steps[0] == "query 1/2 q1: round 1/3 (warm-up, comparing rows)"
+    assert steps[-1] == "query 2/2 q2: round 3/3 (timed 2/2)"
+    assert run.spark.mode == EXTENSION  # the master switch is back on
+
+
+def timed(wall_ms, planning_ms=100.0, work_ms=10.0):
+    return suite.QueryRun(wall_ms=wall_ms, planning_ms=planning_ms, phases_ms={}, rows=1,
+                          shuffles=1, scans=1, bytes_read=2_000_000, bytes_shuffled=1_000_000,
+                          work_ms={"totalMs": work_ms})
+
+
+def result(name, spark_ms, ext_ms, fired=(), status=suite.OK, error=""):
+    return suite.QueryResult(name, status=status, error=error, same_rows=status == suite.OK,
+                             fired=list(fired), spark_runs=[timed(ms) for ms in spark_ms],
+                             extension_runs=[timed(ms) for ms in ext_ms])
+
+
+def test_the_summary_counts_only_queries_that_ran_in_both_configurations():
+    results = [
+        result("q1", [1000, 1200, 1100], [500, 600, 550], fired=["AggregateJoinToWindow"]),
+        result("q2", [1000, 1000, 1000], [1100, 1100, 1100]),
+        result("q3", [800, 800, 800], [800, 800, 800]),
+        suite.QueryResult("q90", status=suite.FAILS_IN_BOTH, error="[DIVIDE_BY_ZERO] ..."),
+    ]
+    s = suite_report.summarize(results)
+    assert s.counted == 3 and s.fired == 1
+    assert s.spark_total_ms == 1100 + 1000 + 800 and s.extension_total_ms == 550 + 1100 + 800
+    assert s.geomean == pytest.approx(math.exp((math.log(2) + math.log(1 / 1.1) + 0) / 3))
+    assert s.geomean_fired == pytest.approx(2.0)
+    assert s.slow == [("q2", pytest.approx(1 / 1.1))]
+    assert s.fails_in_both == [("q90", "[DIVIDE_BY_ZERO] ...")] and s.failed == []
+
+
+def test_the_report_names_its_command_and_every_query():
+    results = [result("q1", [1000], [500], fired=["AggregateJoinToWindow"]),
+               result("q2", [1000], [1200]),
+               suite.QueryResult("q9", status=suite.FAILED, error="fails only with the extension")]
+    context = suite_report.Context(suite="tpch-skew", scale=1, preset="heavy", runs=1, warmup=1,
+                                   queries=["q1", "q2", "q9"], spark_version="4.0.0",
+                                   master="local[2]", shuffle_partitions="200",
+                                   work_source="HiveJoinOpts.lastPlanningWorkJson")
+    text = suite_report.markdown(results, context)
+    first = text.splitlines()[0]
+    assert ("`hive-join-opts bench --suite tpch-skew --scale 1 --skew-preset heavy --runs 1 "
+            "--query q1 --query q2 --query q9`") in first
+    assert "| q1 | 1.00 | 0.50 | 2.00x | yes | AggregateJoinToWindow | 100 / 100 | 10 (10%) " in text
+    assert "below 0.95x: q2 0.83x" in text
+    assert "**FAILED** (the configurations differ): q9: fails only with the extension" in text
+    raw = suite_report.as_json(results, context)
+    assert raw["summary"]["counted"] == 2 and raw["queries"][0]["ratio"] == 2.0
+    assert raw["queries"][2]["counted"] is False
+
+
+def test_planning_work_falls_back_to_the_decisions_without_the_facade_method():
+    from py4j.protocol import Py4JError
+
+    from hive_join_opts._session import Decision
+
+    class Facade:
+        def lastPlanningWorkJson(self, session):  # noqa: N802 (the JVM's name)
+            raise Py4JError("Method lastPlanningWorkJson([...]) does not exist")
+
+    spark = type("Spark", (), {"_jsparkSession": object()})()
+    spark._jvm = type("Jvm", (), {"hivejoinopts": type("P", (), {"HiveJoinOpts": Facade()})()})()
+    work = suite.PlanningWork(spark)
+    sampled = Decision("SkewJoinSplit", "join", "fired", "", {
+        "sampleMs(left)": "40", "sampleCached(left)": "false"})
+    assert work.last([sampled]) == {"totalMs": 40.0, "sampleMs": 40.0}
+    assert work.source.startswith("the decisions' sampleMs")
