@@ -25,6 +25,8 @@ def skewed(spark, tmp_path_factory):
         "spark.sql.autoBroadcastJoinThreshold": "-1",
         SKEW + "detection.minInputBytes": "0",
         SKEW + "detection.minKeyRows": "10",
+        # A cluster's task slots, where the heavy key holds a stage back.
+        SKEW + "taskSlots": "64",
         SKEW + "detection.minKeyFraction": "0.1",
     }):
         yield spark

@@ -46,6 +46,7 @@ def lowered(spark):
         "spark.sql.autoBroadcastJoinThreshold": "-1",
         SKEW + "detection.minInputBytes": "0",
         SKEW + "detection.minKeyRows": "5",
+        SKEW + "taskSlots": "64",
         SKEW + "detection.minKeyFraction": "0.1",
         SKEW + "form": "auto",
     }):

@@ -48,7 +48,7 @@ def tables(spark, tmp_path_factory):
 FAMILIES = {
     "SkewJoinSplit": (
         {"spark.sql.autoBroadcastJoinThreshold": "-1", P + "skewJoin.detection.minInputBytes": "0",
-         P + "skewJoin.detection.minKeyRows": "10"},
+         P + "skewJoin.detection.minKeyRows": "10", P + "skewJoin.taskSlots": "64"},
         "SELECT f.k, f.v, d.g FROM line_facts f JOIN line_dims d ON f.k = d.k"),
     "JoinKeyValuePushdown": (
         {P + "mapJoinPruning.bigSide.minBytes": "0"},

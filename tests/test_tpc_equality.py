@@ -29,6 +29,7 @@ EXTENSION_CONF = {
     "spark.sql.hiveJoinOpts.skewJoin.detection.minInputBytes": "64k",
     "spark.sql.hiveJoinOpts.skewJoin.detection.minKeyFraction": "0.00001",
     "spark.sql.hiveJoinOpts.skewJoin.detection.minKeyRows": "2",
+    "spark.sql.hiveJoinOpts.skewJoin.taskSlots": "64",
     # map-join pruning: prune every big side, however small this data is and whatever the
     # order of its rows; some value sets above maxInValues, to use the range-only form too
     "spark.sql.hiveJoinOpts.mapJoinPruning.bigSide.minBytes": "0",

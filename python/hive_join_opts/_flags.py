@@ -35,6 +35,7 @@ FLAGS: dict[str, str] = {
     PREFIX + "skewJoin.form": "auto|union|salted",
     PREFIX + "skewJoin.skipFiles.maxFiles": "int",
     PREFIX + "skewJoin.saltBuckets": "int",
+    PREFIX + "skewJoin.taskSlots": "int",
     PREFIX + "skewJoin.nullKeys.enabled": "boolean",
     PREFIX + "skewJoin.aggregateInBranches.enabled": "boolean",
     # map-join pruning

@@ -31,6 +31,7 @@ FIXED_SETTINGS = {
     "spark.sql.planChangeValidation": "true",
     PREFIX + "skewJoin.detection.minInputBytes": "0",
     PREFIX + "skewJoin.detection.minKeyRows": "5",
+    PREFIX + "skewJoin.taskSlots": "64",
     PREFIX + "skewJoin.detection.minKeyFraction": "0.1",
     PREFIX + "mapJoinPruning.bigSide.minBytes": "0",
 }

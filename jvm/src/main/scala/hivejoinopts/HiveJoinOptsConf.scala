@@ -148,6 +148,15 @@ object HiveJoinOptsConf {
       "skewed rows and spark.sql.shuffle.partitions.",
     V010, default = 0, b => b >= 0 && b <= 10000, "Must be between 0 and 10000."))
 
+  val SKEW_JOIN_TASK_SLOTS: Flag[Int] = flag(Flag.int(
+    PREFIX + "skewJoin.taskSlots",
+    "The task slots a stage runs on, for deciding whether a split on detected skewed keys pays " +
+      "off: the heaviest key's task holds a stage back only when its share of the rows times " +
+      "the slots is large. 0 takes the cluster's cores when the query is planned " +
+      "(SparkContext.defaultParallelism). Skew from a SKEW hint or table metadata is split " +
+      "as declared.",
+    V010, default = 0, n => n >= 0, "Must be 0 or a positive number of slots."))
+
   val SKEW_JOIN_NULL_KEYS_ENABLED: Flag[Boolean] = flag(Flag.boolean(
     PREFIX + "skewJoin.nullKeys.enabled",
     "Rows with a NULL join key on a preserved side of an outer or anti join cannot match: when " +

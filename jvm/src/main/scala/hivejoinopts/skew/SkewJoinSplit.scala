@@ -1,6 +1,7 @@
 package hivejoinopts.skew
 
 import scala.collection.mutable
+import scala.util.Try
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.DeduplicateRelations
@@ -408,6 +409,20 @@ case class SkewJoinSplit(session: SparkSession)
       return None
     }
     val buckets = saltBuckets(skew)
+    // Detected skew must pay for the split; a hint or table metadata asks for it.
+    val payoff = found.sample.filter(_ => skew.source == "detection").map { sample =>
+      val heaviest = sample.top.headOption.map(t => sample.share(t._2)).getOrElse(0.0)
+      SplitPayoff.estimate(form, taskSlots, b.bytes.toDouble, o.bytes.toDouble, heaviest,
+        skew.rowShare.getOrElse(heaviest), reread.getOrElse(1.0),
+        !otherSideCanBeCopied(j.joinType, b.side), Try(otherBytes.toDouble).getOrElse(0.0),
+        buckets)
+    }
+    payoff.filterNot(_.pays).foreach { p =>
+      skipped(candidate, s"the split is not estimated to pay off on ${p.slots} task slots: the " +
+        s"heaviest key's task would not hold the stage back enough to pay for the $form " +
+        "form's extra work (skewJoin.taskSlots)", sizes ++ p.numbers ++ Seq("form" -> form): _*)
+      return None
+    }
     val numbers = sizes ++ Seq(
       "source" -> skew.source, "bigSide" -> b.side, "skewedKeys" -> kept.size,
       "keys" -> skew.describe(types),
@@ -417,7 +432,7 @@ case class SkewJoinSplit(session: SparkSession)
       reread.map(r => "unionRereadsBigSide" -> f"${r * 100}%.1f%% (row-group statistics)").toSeq ++
       (if (dropped > 0) Seq("keysLeftToShuffle" -> dropped) else Nil) ++
       (if (bypass.nonEmpty) Seq("nullBypass" -> bypass.mkString(",")) else Nil) ++
-      skew.numbers
+      payoff.toSeq.flatMap(_.numbers) ++ skew.numbers
     val files = new BranchFiles
     val rewritten = form match {
       case "salted" => salted(j, pairs, b.side, skew, buckets, saltNulls = bypass.contains(b.side))
@@ -480,7 +495,8 @@ case class SkewJoinSplit(session: SparkSession)
         // Shuffling the skewed rows (salted) against reading the inputs again (union): all of
         // the other side, and of the big side the row groups that may hold a skewed key.
         val reread = rereadShare(b, skew)
-        val shuffleSkew = ShuffleCostPerByte * skew.rowShare.getOrElse(1.0) * b.bytes.toDouble
+        val shuffleSkew = SplitPayoff.ShuffleCostPerByte * skew.rowShare.getOrElse(1.0) *
+          b.bytes.toDouble
         val readAgain = reread.getOrElse(1.0) * b.bytes.toDouble + o.bytes.toDouble
         Right((if (shuffleSkew >= readAgain) "union" else "salted", reread))
       case _ if plain => pick("union")
@@ -600,6 +616,12 @@ case class SkewJoinSplit(session: SparkSession)
         }
       case None => plan
     }
+  }
+
+  /** The slots that run a stage's tasks side by side: the flag, else the cluster's cores. */
+  private def taskSlots: Int = SKEW_JOIN_TASK_SLOTS(conf) match {
+    case 0 => math.max(1, session.sparkContext.defaultParallelism)
+    case n => n
   }
 
   private def saltBuckets(skew: SkewedKeys): Int = {
@@ -1137,9 +1159,6 @@ object SkewJoinSplit {
   val Split: TreeNodeTag[SplitInfo] = TreeNodeTag[SplitInfo]("hiveJoinOpts.skewJoinSplit.split")
 
   val SaltName = "skew_salt"
-
-  /** Shuffling a byte (write, fetch, read) against scanning it from columnar files. */
-  val ShuffleCostPerByte = 3.0
 
   /** Files whose footers tell how much of the big side the union form reads again. */
   val RereadSampleFiles = 16

@@ -103,6 +103,44 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("detected skew is split only where the heavy task would hold the stage's slots back") {
+    // Key 7 holds half of `big`: on two slots the other slot runs the rest meanwhile.
+    val query = select("INNER", "big.k = small.k")
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "2") {
+      val decision = decisions(sql(query)).find(_.candidate.startsWith("INNER")).get
+      assert(!decision.fired && decision.reason.contains("not estimated to pay off on 2 task slots"),
+        decision)
+      assert(decision.numbers.toMap.keySet.contains("stragglerBytes"), decision)
+      assert(splitUnions(sql(query)) == 0)
+    }
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "64") {
+      val decision = fired(sql(query)).head
+      assert(decision.numbers.toMap.apply("taskSlots") == "64", decision)
+      assert(splitUnions(sql(query)) == 1)
+    }
+    // A SKEW hint asks for the split whatever the slots.
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "2") {
+      val hinted = "SELECT /*+ SKEW('big', 'k', 7) */ big.k, big.v, small.w FROM big JOIN small " +
+        "ON big.k = small.k"
+      assert(fired(sql(hinted)).nonEmpty)
+    }
+  }
+
+  test("the split's estimate: no gain on few slots unless it saves shuffling more than it reads") {
+    def gain(form: String, slots: Int, heaviest: Double, reread: Double) = SplitPayoff.estimate(
+      form, slots, bBytes = 1000, oBytes = 100, heaviestShare = heaviest, skewShare = heaviest,
+      reread = reread, otherPreserved = false, otherSkewBytes = 10, buckets = 8)
+    // A clustered big side: the union form rereads only the heavy key's row groups, and no
+    // longer shuffles them.
+    assert(gain("union", 2, 0.55, 0.55).pays)
+    // Unclustered: it reads the big side again for a moderate key, on two slots a loss...
+    assert(!gain("union", 2, 0.08, 1.0).pays)
+    // ...that a 64-slot stage held back by the key's task makes good.
+    assert(gain("union", 64, 0.08, 1.0).pays)
+    assert(gain("union", 64, 0.08, 1.0).straggler > 0)
+    assert(gain("salted", 2, 0.44, 1.0).straggler == 0 && !gain("salted", 2, 0.44, 1.0).pays)
+  }
+
   test("AQE splits the skewed partition without the rule, and nothing after it: no key twice") {
     // AQE's skew thresholds lowered so that it splits key 7's partition of this small data.
     withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
