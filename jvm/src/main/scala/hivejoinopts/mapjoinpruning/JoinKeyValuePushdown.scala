@@ -5,12 +5,13 @@ import scala.util.Try
 import scala.util.control.NonFatal
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{And, BindReferences, EqualTo, Expression, InSubquery}
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, BindReferences, EqualTo, Expression, InSubquery, IsNotNull}
 import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN, OUTER_REFERENCE}
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
@@ -121,6 +122,7 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
     private val maxOverlap = HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_ROW_GROUP_OVERLAP(conf)
     private val skipFilesMaxFiles = HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES(conf)
     private val overlaps = mutable.HashMap.empty[(LogicalPlan, String), Option[String]]
+    private val footerRowsOf = mutable.HashMap.empty[LogicalPlan, Option[Long]]
 
     def run(plan: LogicalPlan): LogicalPlan =
       plan.transformUpWithPruning(_.containsAnyPattern(JOIN, IN_SUBQUERY)) {
@@ -242,6 +244,10 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
       } else if (smallStats.get.rowCount.exists(_ > maxRows)) {
         Left(s"$sideName side: the other side is estimated at ${smallStats.get.rowCount.get} " +
           s"rows, over $maxRows (smallSide.maxRows)")
+      } else if (footerRows(small).exists(_ > maxRows)) {
+        // Without statistics a projection of a big table looks small: its footers tell.
+        Left(s"$sideName side: the other side reads at least ${footerRows(small).get} rows of " +
+          s"its Parquet files (their footers), over $maxRows (smallSide.maxRows)")
       } else if (bigBytes < minBigBytes) {
         Left(s"$sideName side: the scans to prune are estimated at $bigBytes bytes, under " +
           s"$minBigBytes (bigSide.minBytes)")
@@ -270,6 +276,29 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
           })
       case _ => None
     }
+
+    /**
+     * At least how many rows `small` has when it is a Parquet table, projected and filtered at
+     * most by `IS NOT NULL` (which Spark infers on join keys): from its footers, known before
+     * anything runs. None for any other side.
+     */
+    private def footerRows(small: LogicalPlan): Option[Long] =
+      footerRowsOf.getOrElseUpdate(small.canonicalized, {
+        def notNullOnly(p: LogicalPlan, notNull: Seq[String]): Option[Long] = p match {
+          case Project(_, child) => notNullOnly(child, notNull)
+          case Filter(cond, child) =>
+            val columns = splitConjunctivePredicates(cond).map {
+              case IsNotNull(a: Attribute) => Some(a.name)
+              case _ => None
+            }
+            if (columns.forall(_.isDefined)) notNullOnly(child, notNull ++ columns.flatten) else None
+          case l @ FileRelation(fs) if fs.fileFormat.isInstanceOf[ParquetFileFormat] &&
+              skipFilesMaxFiles > 0 && notNull.forall(c => l.output.exists(_.name == c)) =>
+            RowGroupOverlap.rowsAtLeast(session, fs, notNull.distinct, skipFilesMaxFiles, deadline)
+          case _ => None
+        }
+        notNullOnly(small, Nil)
+      })
 
     /** Why `small` cannot be evaluated on its own while planning, if it cannot. */
     private def unsuitableSmallSide(small: LogicalPlan): Option[String] = {

@@ -86,6 +86,41 @@ private[hivejoinopts] object RowGroupOverlap {
     else Some(counts.flatten.map(_._1).sum.toDouble / total)
   }
 
+  /**
+   * At least how many rows the relation has with none of `notNull` NULL, from the footers of all
+   * its files: their rows less the NULLs the footers count in those columns. None when it has
+   * more than `maxFiles` files, or a footer was not read by the deadline or counts no NULLs.
+   */
+  def rowsAtLeast(
+      session: SparkSession,
+      relation: HadoopFsRelation,
+      notNull: Seq[String],
+      maxFiles: Int,
+      deadlineNanos: Long): Option[Long] = relation.location match {
+    case index: PartitioningAwareFileIndex if relation.dataSchema.nonEmpty =>
+      val files = index.allFiles().filter(f => isDataFile(f.getPath))
+      if (files.size > maxFiles) None
+      else {
+        val hadoopConf = SparkShims.classicSession(session).sessionState
+          .newHadoopConfWithOptions(relation.options)
+        def rowGroups(column: String): Option[Seq[RowGroupStats]] = {
+          val chunks = ParquetFooters.column(files, column, hadoopConf, deadlineNanos)
+          if (chunks.exists(_.isEmpty)) None else Some(chunks.flatten.flatMap(_.rowGroups))
+        }
+        for {
+          rows <- rowGroups(relation.dataSchema.head.name).map(_.map(_.rows).sum)
+          nulls <- notNull.foldLeft(Option(0L)) { (sum, c) =>
+            for (s <- sum; groups <- rowGroups(c); counts <- sequence(groups.map(_.nulls)))
+              yield s + counts.sum
+          }
+        } yield rows - nulls
+      }
+    case _ => None
+  }
+
+  private def sequence[T](options: Seq[Option[T]]): Option[Seq[T]] =
+    if (options.forall(_.isDefined)) Some(options.flatten) else None
+
   /** Up to `maxFiles` of the relation's files and their column chunks (None: not read). */
   private def sampledChunks(
       session: SparkSession,

@@ -318,6 +318,26 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
     }
   }
 
+  test("a small side without a filter over maxRows is known from its footers, not evaluated") {
+    withStar() {
+      // `dim` has 100 rows: without a filter its footers say so before anything runs.
+      val query = "SELECT fact.v, dim.w FROM fact JOIN dim ON fact.k = dim.k"
+      withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS.key -> "50") {
+        checkSameAnswer(sql(query))
+        val decisions = ruleDecisions(sql(query))
+        assert(decisions.exists(_.reason.contains("reads at least 100 rows of its Parquet files")),
+          decisions.mkString("\n"))
+        sql(query).collect()
+        assert(HiveJoinOpts.lastPlanningWorkJson(spark).contains("\"smallSideMs\": 0"),
+          HiveJoinOpts.lastPlanningWorkJson(spark))
+      }
+      // With a filter the footers bound nothing: the side is evaluated, as before.
+      withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS.key -> "50") {
+        assert(ruleDecisions(sql(starQuery)).exists(_.fired))
+      }
+    }
+  }
+
   test("a small side that takes too long is cancelled and its join keeps its plan") {
     withStar() {
       // One row of the small side takes three seconds.
