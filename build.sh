@@ -11,7 +11,7 @@
 #   ./build.sh jar      only build the JARs (when the Scala sources changed)
 #   ./build.sh clean    remove .venv, build output and copied JARs
 #
-# Needs Java 17, Maven and Python >= 3.10; everything else comes from PyPI and Maven Central.
+# Needs Java 17, Maven and Python >= 3.11; everything else comes from PyPI and Maven Central.
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(pwd)
@@ -50,9 +50,9 @@ check_tools() {
   [ "$java_major" = "17" ] || die "Java 17 is required (Spark 4 and the build target it); 'java' is version ${java_major:-unknown}. Put a Java 17 first on PATH or set JAVA_HOME."
   command -v mvn >/dev/null || die "mvn not found: install Maven 3.8 or newer (for example: apt-get install maven)"
   PYTHON=${PYTHON:-$(command -v python3 || command -v python || true)}
-  [ -n "$PYTHON" ] || die "python3 not found: install Python 3.10 or newer"
-  "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
-    || die "Python 3.10 or newer is required; $PYTHON is $("$PYTHON" -V 2>&1)"
+  [ -n "$PYTHON" ] || die "python3 not found: install Python 3.11 or newer"
+  "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+    || die "Python 3.11 or newer is required (the TPC query generator of the tests needs it); $PYTHON is $("$PYTHON" -V 2>&1)"
 }
 
 # The Spark lines of the release, and the Maven profile that builds each JAR.
