@@ -9,12 +9,12 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, GroupByCastJoinKey, MergeSameKeyAggregates, PruneRepeatedInSubquery}
 import hivejoinopts.mapjoinpruning.JoinKeyValuePushdown
+import hivejoinopts.skew.{ResolveSkewHint, SkewHintNames, SkewJoinSplit}
 
 /**
- * The value of `spark.sql.extensions`: `hivejoinopts.HiveJoinOptsExtension`.
- *
- * Each rule goes in at the step of Spark's planning where what it needs is known; the comment
- * above each injection says why that hook. Every rule is switched by its flags at apply time.
+ * The value of `spark.sql.extensions`: `hivejoinopts.HiveJoinOptsExtension`. It injects the
+ * rules of [[HiveJoinOptsExtension.rules]], each at the step of Spark's planning where what it
+ * needs is known. Every rule is switched by its flags at apply time.
  */
 class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Logging {
 
@@ -26,71 +26,85 @@ class HiveJoinOptsExtension extends (SparkSessionExtensions => Unit) with Loggin
     BuildInfo.unsupportedSpark(sparkVersion).foreach(m => throw new UnsupportedSparkException(m))
     // Declaring the flags registers them, so bad values fail at SET from the first query on.
     HiveJoinOptsConf.register()
-
-    // ---- correlation ----
-    // End of analysis: two IN subqueries are still as the query wrote them. The optimizer
-    // optimizes each subquery on its own, with every rule below, before the query around them.
-    ext.injectPostHocResolutionRule(PruneRepeatedInSubquery)
-    // After operator optimization, once: subqueries are decorrelated into joins by then, and
-    // filters and projections sit where they stay, so that two reads of a table can be compared.
-    ext.injectPreCBORule(MergeSameKeyAggregates)
-    ext.injectPreCBORule(AggregateJoinToWindow)
-    ext.injectPreCBORule(GroupByCastJoinKey)
-    // After EnsureRequirements has placed the shuffles: the rule changes which keys they use.
-    // With adaptive execution it runs on each re-planned plan; without, before the columnar
-    // transitions, the first hook after EnsureRequirements.
-    ext.injectQueryStagePrepRule(CoarsenJoinShuffle)
-    ext.injectColumnar(CoarsenJoinShuffleColumnar)
-
-    // ---- map-join pruning ----
-    // Pre-CBO runs once, after the operator optimizations and right before the batch that prunes
-    // partitions and pushes filters into scans: the value sets added here are used by both.
-    ext.injectPreCBORule(JoinKeyValuePushdown(_))
-
-    // ---- skew join ----
-    // Before column resolution (the hint batch; the parser on Spark 3.5): SKEW(t, c) written
-    // without quotes would otherwise be resolved as columns.
-    SparkShims.injectSkewHintNames(ext, skew.SkewHintNames)
-    // Analysis: Spark drops hints it does not know once relations are resolved, so the SKEW
-    // hint is read in the resolution batch, as soon as the relations it names are resolved.
-    ext.injectResolutionRule(skew.ResolveSkewHint)
-    // Optimizer, once, on the optimized plan (filters pushed, columns pruned) and before join
-    // selection, so that the skewed-key branch is planned as a broadcast join. Last of the
-    // Pre-CBO rules: it copies join inputs, so the rules above see each read once, and it
-    // samples inputs that already carry the pushed join-key values.
-    ext.injectPreCBORule(skew.SkewJoinSplit(_))
+    HiveJoinOptsExtension.rules.foreach(_.inject(ext))
   }
+}
+
+/**
+ * One entry of the extension: how it is injected at session start and, for an optimizer rule,
+ * how it joins a session that is already running (`spark.experimental.extraOptimizations`);
+ * otherwise what a running session goes without.
+ */
+private[hivejoinopts] final case class ExtensionRule(
+    name: String,
+    inject: SparkSessionExtensions => Unit,
+    live: Option[SparkSession => Rule[LogicalPlan]] = None,
+    startOnly: Option[String] = None)
+
+private[hivejoinopts] object ExtensionRule {
+
+  /** An optimizer rule of the Pre-CBO batch, which a running session can take as well. */
+  def preCBO(name: String, rule: SparkSession => Rule[LogicalPlan]): ExtensionRule =
+    ExtensionRule(name, _.injectPreCBORule(rule), live = Some(rule))
+
+  /** A rule that needs `spark.sql.extensions` at session start. */
+  def atStart(name: String, why: String)(inject: SparkSessionExtensions => Unit): ExtensionRule =
+    ExtensionRule(name, inject, startOnly = Some(s"$name ($why)"))
 }
 
 object HiveJoinOptsExtension {
 
   val CLASS_NAME: String = classOf[HiveJoinOptsExtension].getName
 
-  /**
-   * Optimizer rules that can join a session that is already running, through
-   * `spark.experimental.extraOptimizations`.
-   */
-  def liveOptimizerRules(session: SparkSession): Seq[Rule[LogicalPlan]] = Seq(
+  /** Every rule of the extension, in the order it is injected. */
+  private[hivejoinopts] val rules: Seq[ExtensionRule] = Seq(
     // ---- correlation ----
-    MergeSameKeyAggregates(session),
-    AggregateJoinToWindow(session),
-    GroupByCastJoinKey(session),
+    // End of analysis: two IN subqueries are still as the query wrote them. The optimizer
+    // optimizes each subquery on its own, with every rule below, before the query around them.
+    ExtensionRule.atStart("PruneRepeatedInSubquery",
+      "an analyzer rule: it compares two subqueries before Spark optimizes them")(
+      _.injectPostHocResolutionRule(PruneRepeatedInSubquery)),
+    // After operator optimization, once: subqueries are decorrelated into joins by then, and
+    // filters and projections sit where they stay, so that two reads of a table can be compared.
+    ExtensionRule.preCBO("MergeSameKeyAggregates", MergeSameKeyAggregates),
+    ExtensionRule.preCBO("AggregateJoinToWindow", AggregateJoinToWindow),
+    ExtensionRule.preCBO("GroupByCastJoinKey", GroupByCastJoinKey),
+    // After EnsureRequirements has placed the shuffles: the rule changes which keys they use.
+    // With adaptive execution it runs on each re-planned plan; without, before the columnar
+    // transitions, the first hook after EnsureRequirements.
+    ExtensionRule.atStart("CoarsenJoinShuffle",
+      "a physical rule: it changes the shuffles Spark plans") { ext =>
+      ext.injectQueryStagePrepRule(CoarsenJoinShuffle)
+      ext.injectColumnar(CoarsenJoinShuffleColumnar)
+    },
+
     // ---- map-join pruning ----
-    // Late in a live session, after Spark's partition pruning batch: the scan strategies still
-    // prune partitions and push filters with what it adds.
-    JoinKeyValuePushdown(session),
+    // Pre-CBO runs once, after the operator optimizations and right before the batch that prunes
+    // partitions and pushes filters into scans: the value sets added here are used by both. In
+    // a running session it comes after that batch, and the scan strategies still prune
+    // partitions and push filters with what it adds.
+    ExtensionRule.preCBO("JoinKeyValuePushdown", JoinKeyValuePushdown(_)),
+
     // ---- skew join ----
-    skew.SkewJoinSplit(session)
+    // Analysis. Before column resolution (the hint batch; the parser on Spark 3.5), the hint's
+    // names are quoted: SKEW(t, c) written without quotes would otherwise be resolved as
+    // columns. Spark drops hints it does not know once relations are resolved, so the hint is
+    // read in the resolution batch, as soon as the relations it names are resolved.
+    ExtensionRule.atStart("the SKEW hint", "read by analyzer rules") { ext =>
+      SparkShims.injectSkewHintNames(ext, SkewHintNames)
+      ext.injectResolutionRule(ResolveSkewHint)
+    },
+    // Optimizer, once, on the optimized plan (filters pushed, columns pruned) and before join
+    // selection, so that the skewed-key branch is planned as a broadcast join. Last of the
+    // Pre-CBO rules: it copies join inputs, so the rules above see each read once, and it
+    // samples inputs that already carry the pushed join-key values.
+    ExtensionRule.preCBO("SkewJoinSplit", SkewJoinSplit(_))
   )
 
+  /** The optimizer rules that can join a session that is already running. */
+  def liveOptimizerRules(session: SparkSession): Seq[Rule[LogicalPlan]] =
+    rules.flatMap(_.live).map(_(session))
+
   /** What works only when the extension is set in `spark.sql.extensions` at session start. */
-  val startOnlyFeatures: Seq[String] = Seq(
-    // ---- skew join ----
-    "the SKEW hint (read by an analyzer rule)",
-    // ---- map-join pruning ----
-    // ---- correlation ----
-    "PruneRepeatedInSubquery (an analyzer rule: it compares two subqueries before Spark " +
-      "optimizes them)",
-    "CoarsenJoinShuffle (a physical rule: it changes the shuffles Spark plans)"
-  )
+  def startOnlyFeatures: Seq[String] = rules.flatMap(_.startOnly)
 }
