@@ -120,7 +120,7 @@ def test_keywords_follow_the_keys():
     assert len(KEYWORDS) == len(FLAGS), "two flags map to one keyword"
 
 
-def test_the_python_flag_table_matches_the_jar(spark):
+def test_the_flags_read_from_the_jar_resource_are_the_running_jars(spark):
     jvm_flags = hive_join_opts._session.flags_from_jvm(spark)
     assert {f["key"]: f["type"] for f in jvm_flags} == FLAGS
 

@@ -1,63 +1,49 @@
 """The extension's flags as Python keywords: `skew_join=False` sets
 `spark.sql.hiveJoinOpts.skewJoin.enabled=false`.
 
-The flags are declared in the JAR (`hivejoinopts.HiveJoinOptsConf`); this table mirrors their
-keys and types so that `configure()` can check keywords before a JVM exists. A test keeps the
-two equal.
+The flags are declared once, in the JAR (`hivejoinopts.HiveJoinOptsConf`), which carries their
+declarations as `hivejoinopts/flags.json` (written when the JAR is built): `configure()` checks
+keywords against it before a JVM exists. `FLAGS` (key -> type) and `KEYWORDS` (keyword -> key)
+are read from it on first use.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from functools import lru_cache
 from typing import Any
 
 PREFIX = "spark.sql.hiveJoinOpts."
+FLAGS_RESOURCE = "hivejoinopts/flags.json"
 
-# key -> value type, in the order of HiveJoinOptsConf.
-FLAGS: dict[str, str] = {
-    PREFIX + "enabled": "boolean",
-    PREFIX + "strict": "boolean",
-    PREFIX + "decisionLog.maxQueries": "int",
-    PREFIX + "decisionLog.maxDecisionsPerQuery": "int",
-    # skew join
-    PREFIX + "skewJoin.enabled": "boolean",
-    PREFIX + "skewJoin.hint.enabled": "boolean",
-    PREFIX + "skewJoin.split.enabled": "boolean",
-    PREFIX + "skewJoin.metadata.enabled": "boolean",
-    PREFIX + "skewJoin.detection.enabled": "boolean",
-    PREFIX + "skewJoin.detection.minInputBytes": "bytes",
-    PREFIX + "skewJoin.detection.sampleRows": "long",
-    PREFIX + "skewJoin.detection.maxTime": "duration",
-    PREFIX + "skewJoin.detection.minKeyFraction": "double",
-    PREFIX + "skewJoin.detection.minKeyRows": "long",
-    PREFIX + "skewJoin.maxSkewedKeys": "int",
-    PREFIX + "skewJoin.maxBroadcastBytes": "bytes",
-    PREFIX + "skewJoin.form": "auto|union|salted",
-    PREFIX + "skewJoin.skipFiles.maxFiles": "int",
-    PREFIX + "skewJoin.saltBuckets": "int",
-    PREFIX + "skewJoin.taskSlots": "int",
-    PREFIX + "skewJoin.nullKeys.enabled": "boolean",
-    PREFIX + "skewJoin.aggregateInBranches.enabled": "boolean",
-    # map-join pruning
-    PREFIX + "mapJoinPruning.enabled": "boolean",
-    PREFIX + "mapJoinPruning.joinKeyValuePushdown.enabled": "boolean",
-    PREFIX + "mapJoinPruning.smallSide.maxBytes": "bytes",
-    PREFIX + "mapJoinPruning.smallSide.maxRows": "int",
-    PREFIX + "mapJoinPruning.bigSide.minBytes": "bytes",
-    PREFIX + "mapJoinPruning.bigSide.sampleFiles": "int",
-    PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap": "double",
-    PREFIX + "mapJoinPruning.bigSide.skipFiles.maxFiles": "int",
-    PREFIX + "mapJoinPruning.maxInValues": "int",
-    PREFIX + "mapJoinPruning.evaluation.timeoutMs": "long",
-    # correlation
-    PREFIX + "correlation.enabled": "boolean",
-    PREFIX + "correlation.aggregateJoinToWindow.enabled": "boolean",
-    PREFIX + "correlation.mergeSameKeyAggregates.enabled": "boolean",
-    PREFIX + "correlation.pruneRepeatedInSubquery.enabled": "boolean",
-    PREFIX + "correlation.groupByCastJoinKey.enabled": "boolean",
-    PREFIX + "correlation.coarsenJoinShuffle.enabled": "boolean",
-    PREFIX + "correlation.coarsenJoinShuffle.minDistinctKeys": "long",
-}
+
+@lru_cache(maxsize=None)
+def declared() -> tuple[dict[str, str], ...]:
+    """Every flag the JAR declares, in the order of HiveJoinOptsConf: key, type, default,
+    version, doc."""
+    from ._jar import read_resource
+
+    return tuple(json.loads(read_resource(FLAGS_RESOURCE)))
+
+
+def flag_types() -> dict[str, str]:
+    """Key -> type of every flag."""
+    return {f["key"]: f["type"] for f in declared()}
+
+
+def keywords() -> dict[str, str]:
+    """Python keyword -> key of every flag."""
+    return {keyword(f["key"]): f["key"] for f in declared()}
+
+
+def __getattr__(name: str):
+    # FLAGS and KEYWORDS as module attributes, read from the JAR when first asked for.
+    if name == "FLAGS":
+        return flag_types()
+    if name == "KEYWORDS":
+        return keywords()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def keyword(key: str) -> str:
@@ -68,9 +54,6 @@ def keyword(key: str) -> str:
         name = name[: -len(".enabled")]
     name = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
     return name.replace(".", "_")
-
-
-KEYWORDS: dict[str, str] = {keyword(k): k for k in FLAGS}
 
 
 def _render(key: str, kind: str, value: Any) -> str:
@@ -114,10 +97,11 @@ def _render(key: str, kind: str, value: Any) -> str:
 def to_conf(flags: dict[str, Any]) -> dict[str, str]:
     """Keyword arguments -> Spark conf entries. Unknown keywords raise TypeError listing the
     valid ones; a value of the wrong kind raises ValueError naming the flag."""
-    unknown = sorted(set(flags) - set(KEYWORDS))
+    known, types = keywords(), flag_types()
+    unknown = sorted(set(flags) - set(known))
     if unknown:
         raise TypeError(
             f"unknown hive-join-opts flag keyword(s): {', '.join(unknown)}. "
-            f"Valid keywords: {', '.join(sorted(KEYWORDS))}"
+            f"Valid keywords: {', '.join(sorted(known))}"
         )
-    return {KEYWORDS[k]: _render(KEYWORDS[k], FLAGS[KEYWORDS[k]], v) for k, v in flags.items()}
+    return {known[k]: _render(known[k], types[known[k]], v) for k, v in flags.items()}

@@ -114,6 +114,20 @@ def build_info(jar: str | None = None) -> dict[str, str]:
     return dict(_read_build_info(path, Path(path).stat().st_mtime))
 
 
+def read_resource(name: str) -> str:
+    """A text resource of the JAR for the installed pyspark (any JAR of the package when that
+    pyspark has none: every JAR is built from the same sources)."""
+    try:
+        jar = jar_path()
+    except (UnsupportedSparkError, ImportError, ValueError):
+        jar = str(_jars()[0])
+    with zipfile.ZipFile(jar) as zf:
+        try:
+            return zf.read(name).decode("utf-8")
+        except KeyError:
+            raise JarNotFoundError(f"{jar} has no {name}: rebuild it ('./build.sh jar')") from None
+
+
 def submit_args(conf: dict[str, str] | None = None, spark_version: str | None = None) -> list[str]:
     """The spark-submit arguments that load the extension (and set `conf`), for Spark
     `spark_version` (by default the installed pyspark's)."""

@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ._flags import KEYWORDS, to_conf
+from ._flags import to_conf
 from ._jar import jar_path, submit_args
 
 
@@ -100,18 +100,18 @@ def _cmd_fuzz(args) -> int:
 
 
 def _cmd_flags(args) -> int:
+    from ._flags import declared, flag_types, keywords
+
     if args.markdown or args.conf:
         from ._docs import flags_markdown, spark_defaults_conf
-        from ._session import flags_from_jvm, local_session
 
-        flags = flags_from_jvm(local_session("hive-join-opts flags"))
+        flags = list(declared())
         print(flags_markdown(flags) if args.markdown else spark_defaults_conf(flags), end="")
         return 0
-    from ._flags import FLAGS
-
-    width = max(len(k) for k in KEYWORDS)
-    for kw, key in KEYWORDS.items():
-        print(f"{kw.ljust(width)}  {key}  ({FLAGS[key]})")
+    known, types = keywords(), flag_types()
+    width = max(len(k) for k in known)
+    for kw, key in known.items():
+        print(f"{kw.ljust(width)}  {key}  ({types[key]})")
     return 0
 
 
