@@ -14,7 +14,6 @@ import org.apache.spark.sql.catalyst.plans.QueryPlan
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, CollectMetrics, Filter, LeafNode, Limit, LogicalPlan, Project, RepartitionByExpression, Sample, Sort}
 import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation, PartitioningAwareFileIndex}
-import org.apache.spark.sql.types.LongType
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.log.PlanningWork
@@ -200,6 +199,4 @@ object SkewDetection extends Logging {
     parts.foreach(p => md.update(p.getBytes("UTF-8")))
     md.digest().map("%02x".format(_)).mkString
   }
-
-  private[skew] def resultType = LongType
 }

@@ -6,7 +6,7 @@ import org.apache.spark.sql.catalyst.expressions.{And, Attribute, Cast, CreateNa
 import org.apache.spark.sql.catalyst.optimizer.{NormalizeFloatingNumbers, NormalizeNaNAndZero, UnwrapCastInBinaryComparison}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, OneRowRelation}
 import org.apache.spark.sql.catalyst.util.ArrayData
-import org.apache.spark.sql.types.{ArrayType, DataType, DoubleType, FloatType, StringType, StructType}
+import org.apache.spark.sql.types.{ArrayType, DataType, DoubleType, FloatType, StringType}
 
 /**
  * Skewed values of some join keys, as Catalyst values of the keys' types (NULL is never a
@@ -159,6 +159,4 @@ object SkewValues {
       case Filter(unwrapped, _) => unwrapped
       case _ => predicate
     }
-
-  def isStruct(dt: DataType): Boolean = dt.isInstanceOf[StructType]
 }
