@@ -34,24 +34,43 @@ final case class HintedSkew(
 }
 
 /**
- * The SKEW hints of recent queries, by the expression ids of the columns they name. Expression
- * ids are unique in the driver and survive optimization, so [[SkewJoinSplit]] finds a hint by
- * the join keys it meets; [[ResolveSkewHint]] gives the hinted relation ids of its own query, so
- * a hint does not follow a view or DataFrame into later queries. Bounded: the oldest entries go
- * first.
+ * The SKEW hints of a session's recent queries, by the expression ids of the columns they name.
+ * Expression ids are unique in the driver and survive optimization, so [[SkewJoinSplit]] finds a
+ * hint by the join keys it meets; [[ResolveSkewHint]] gives the hinted relation ids of its own
+ * query, so a hint does not follow a view or DataFrame into later queries. Each session keeps
+ * its own (a hint on a DataFrame is read when the DataFrame is analyzed, and used by a later
+ * query of the same session that joins it), bounded: the oldest entries go first. A session's
+ * hints go with the session.
  */
 object SkewHints {
   private val MaxEntries = 4096
-  private val byExprId = new java.util.LinkedHashMap[ExprId, HintedSkew](256, 0.75f, true) {
+
+  private final class Registry
+    extends java.util.LinkedHashMap[ExprId, HintedSkew](256, 0.75f, true) {
     override def removeEldestEntry(e: java.util.Map.Entry[ExprId, HintedSkew]): Boolean =
       size() > MaxEntries
   }
 
-  def register(hinted: HintedSkew, ids: Seq[ExprId]): Unit = byExprId.synchronized {
-    ids.foreach(byExprId.put(_, hinted))
+  private val bySession = new java.util.WeakHashMap[SparkSession, Registry]()
+
+  private def of(session: SparkSession): Registry = bySession.synchronized {
+    var registry = bySession.get(session)
+    if (registry == null) {
+      registry = new Registry
+      bySession.put(session, registry)
+    }
+    registry
   }
 
-  def lookup(id: ExprId): Option[HintedSkew] = byExprId.synchronized(Option(byExprId.get(id)))
+  def register(session: SparkSession, hinted: HintedSkew, ids: Seq[ExprId]): Unit = {
+    val registry = of(session)
+    registry.synchronized(ids.foreach(registry.put(_, hinted)))
+  }
+
+  def lookup(session: SparkSession, id: ExprId): Option[HintedSkew] = {
+    val registry = of(session)
+    registry.synchronized(Option(registry.get(id)))
+  }
 }
 
 /**
@@ -157,7 +176,7 @@ case class ResolveSkewHint(session: SparkSession)
       if (given.isEmpty) None else Some(castValues(hint, relation, cols, given))
     }
     val hinted = HintedSkew(hint, relation, output, columns, values)
-    SkewHints.register(hinted,
+    SkewHints.register(session, hinted,
       (hinted.hintedColumns ++ aliasSources(child, hinted.hintedColumns)).map(_.exprId))
     child -> hinted
   }

@@ -208,7 +208,7 @@ case class SkewJoinSplit(session: SparkSession)
       case Seq(a) => Some(a)
       case _ => None
     })
-    val hints = columnOfKey.flatten.flatMap(a => SkewHints.lookup(a.exprId)).distinct
+    val hints = columnOfKey.flatten.flatMap(a => SkewHints.lookup(session, a.exprId)).distinct
     hints.headOption.flatMap { h =>
       h.columns match {
         case Some(columns) =>
