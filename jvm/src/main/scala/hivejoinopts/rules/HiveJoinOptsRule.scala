@@ -22,7 +22,9 @@ import hivejoinopts.log.{Decision, DecisionLog, Outcome}
  *  - catches any non-fatal failure of the rule, logs it with the rule's name, records it in the
  *    decision log and returns the original plan (rethrows when `strict` is on); bad user input
  *    reported as [[HiveJoinOptsAnalysisException]] always fails the query;
- *  - gives the rule [[fired]] and [[skipped]] to write its decisions to the decision log.
+ *  - gives the rule [[decide]] (or [[fired]] and [[skipped]]) to write its decision on each
+ *    candidate to the decision log: an attempt at a candidate either declines it, with the
+ *    reason and numbers ([[Attempt.decline]]), or returns its [[Rewrite]].
  */
 abstract class HiveJoinOptsRule[T <: TreeNode[T]] extends Rule[T] with Logging {
 
@@ -54,6 +56,21 @@ abstract class HiveJoinOptsRule[T <: TreeNode[T]] extends Rule[T] with Logging {
         plan
     }
   }
+
+  /**
+   * Records the decision on `candidate` from the rule's attempt at it: fired, with the rewrite's
+   * reason and numbers, or skipped with why it was declined ([[Attempt.decline]]). Returns the
+   * rewrite's result, if any.
+   */
+  protected def decide[A](candidate: String)(attempt: => Either[Declined, Rewrite[A]]): Option[A] =
+    attempt match {
+      case Right(r) =>
+        fired(candidate, r.reason, r.numbers: _*)
+        Some(r.result)
+      case Left(d) =>
+        skipped(candidate, d.reason, d.numbers: _*)
+        None
+    }
 
   protected def fired(candidate: String, reason: String, numbers: (String, Any)*): Unit =
     decide(candidate, Outcome.Fired, reason, numbers)
