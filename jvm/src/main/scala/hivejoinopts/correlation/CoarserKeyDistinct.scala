@@ -10,7 +10,7 @@ import org.apache.spark.sql.execution.joins.ShuffledJoin
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.rules.{Candidates, JoinKeys}
-import hivejoinopts.skew.SkewDetection
+import hivejoinopts.scan.KeySampler
 
 /**
  * Whether the coarser key of [[CoarsenJoinShuffle]] has enough distinct values for the stage it
@@ -89,7 +89,7 @@ private[correlation] object CoarserKeyDistinct {
       case None => Left("no statistics for the coarser key, and neither join input is a plain " +
         "scan to sample" -> Nil)
       case Some((input, sideKeys)) =>
-        SkewDetection.sample(session, input, sideKeys, topN = 1) match {
+        KeySampler.sample(session, input, sideKeys, topN = 1) match {
           case Left(why) => Left(s"no statistics for the coarser key, and its sample: $why" -> Nil)
           case Right(sample) =>
             val heaviest = sample.top.headOption.map(t => sample.share(t._2)).getOrElse(0.0)

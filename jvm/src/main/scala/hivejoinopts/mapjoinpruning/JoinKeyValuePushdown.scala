@@ -18,6 +18,7 @@ import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
 import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
 import hivejoinopts.rules.FileRelation
+import hivejoinopts.scan.{ParquetFileSkipping, RowGroupOverlap}
 
 /**
  * Map-join partition pruning with value-set pushdown (Hive's HIVE-5119 and its extension to
@@ -351,8 +352,9 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
         numbers: mutable.ArrayBuffer[(String, Any)]): LogicalPlan = t.use match {
       case ScanUse.PushedFilter("Parquet") if values.nonEmpty =>
         val name = s"skippedFiles(${t.table}.${t.column.name})"
-        ParquetFileSkipping(session, t, values.head, values.last, skipFilesMaxFiles,
-            deadline) match {
+        ParquetFileSkipping(session, t.scan, t.column, ParquetFileSkipping.Kept.Between(
+            values.head, values.last), skipFilesMaxFiles,
+            HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES, deadline) match {
           case Right(out) =>
             numbers += name -> (s"${out.skipped} of ${out.files} files " +
               s"(${out.skippedBytes} bytes), by their footers")

@@ -21,17 +21,17 @@ import org.apache.spark.sql.types.{ArrayType, DataType, DoubleType, FloatType, I
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf._
-import hivejoinopts.mapjoinpruning.{Narrowing, OrcStringStatistics, ParquetFileSkipping, RowGroupOverlap}
-import hivejoinopts.mapjoinpruning.ParquetFileSkipping.Kept
 import hivejoinopts.rules.{Candidates, FileRelation, GroupingKeys, HiveJoinOptsLogicalRule, JoinKeys,
   KeyPair, SparkJoinSelection}
+import hivejoinopts.scan.{KeyPredicates, KeySample, KeySampler, Narrowing, OrcStringStatistics, ParquetFileSkipping, RowGroupOverlap}
+import hivejoinopts.scan.ParquetFileSkipping.Kept
 
 /**
  * Splits a join whose keys are skewed: the heavy-hitter keys are joined map-side (the other
  * side's few rows for them are broadcast) and all other keys go through the usual shuffle join,
  * so that no task carries a heavy key. Skewed keys come, in this order, from a SKEW hint
  * ([[ResolveSkewHint]]), table metadata ([[SkewMetadata]]) or a bounded sample
- * ([[SkewDetection]]).
+ * ([[KeySampler]]).
  *
  * The union form, for a join of a big side B skewed on keys K with another side O:
  * {{{
@@ -267,7 +267,7 @@ case class SkewJoinSplit(session: SparkSession)
         "worth sampling"))
     } else {
       val maxKeys = SKEW_JOIN_MAX_KEYS(conf)
-      SkewDetection.sample(session, input.readable, indexes.map(input.keys), maxKeys + 1) match {
+      KeySampler.sample(session, input.readable, indexes.map(input.keys), maxKeys + 1) match {
         case Left(reason) => Found(None, None, Seq(s"${input.side}: $reason"))
         case Right(sample) =>
           val minFraction = SKEW_JOIN_MIN_KEY_FRACTION(conf)
@@ -457,7 +457,7 @@ case class SkewJoinSplit(session: SparkSession)
     val max = SKEW_JOIN_MAX_BROADCAST_BYTES(conf)
     if (o.sizeKnown && o.bytes <= max) return (keys.values, o.bytes.toString, 0)
     val rowBytes = EstimationUtils.getSizePerRow(o.plan.output).toDouble
-    SkewDetection.sample(session, o.readable, idx.map(o.keys), keys.values.size,
+    KeySampler.sample(session, o.readable, idx.map(o.keys), keys.values.size,
         Some(keys.values)) match {
       case Right(sample) =>
         val perKey = sample.top.map { case (t, c) => t -> sample.rowsOf(c) * rowBytes }.toMap
@@ -656,7 +656,7 @@ case class SkewJoinSplit(session: SparkSession)
       files: BranchFiles): Join = {
     def filtered(side: Side, plan: LogicalPlan): LogicalPlan = {
       val notSkewed = skew.map { case (_, k) =>
-        SkewValues.notInKeys(keysOf(pairs, side, k.keyIndexes), k.values)
+        KeyPredicates.notInKeys(keysOf(pairs, side, k.keyIndexes), k.values)
       }
       val notNull = notBypassed(side, keysOf(pairs, side, pairs.indices), bypass)
       // Files are judged by one column: the skewed key of the big side, or any key without NULL.
@@ -691,7 +691,7 @@ case class SkewJoinSplit(session: SparkSession)
     val cond = j.condition.map(remap(_, map))
     def onSkewed(side: Side, plan: LogicalPlan) = {
       val keys = keysOf(fPairs, side, skew.keyIndexes)
-      val kept = SkewValues.inKeys(keys, skew.values) +:
+      val kept = KeyPredicates.inKeys(keys, skew.values) +:
         notBypassed(side, keysOf(fPairs, side, pairs.indices), bypass)
       Filter(kept.reduce(And), skewedRows(side, bSide, plan, keys, skew, files))
     }
@@ -728,7 +728,7 @@ case class SkewJoinSplit(session: SparkSession)
    * a skewed value in one key column and NULL in another belongs to the NULL branch only.
    */
   private def notBypassed(side: Side, keys: Seq[Expression], bypass: Seq[Side]): Seq[Expression] =
-    if (bypass.contains(side)) keys.map(SkewValues.isNotNullKey) else Nil
+    if (bypass.contains(side)) keys.map(KeyPredicates.isNotNullKey) else Nil
 
   /** A map-side branch's copy of a side: of the big side, only the files that may hold a skewed key. */
   private def skewedRows(
@@ -763,9 +763,9 @@ case class SkewJoinSplit(session: SparkSession)
     val oKeys = keysOf(pairs, oSide, pairs.indices).map(remap(_, oMap))
     val bKeys = keysOf(pairs, bSide, pairs.indices).map(remap(_, bMap))
     val idx = skew.keyIndexes
-    val oSkewed = Filter((SkewValues.inKeys(idx.map(oKeys), skew.values) +:
+    val oSkewed = Filter((KeyPredicates.inKeys(idx.map(oKeys), skew.values) +:
       notBypassed(oSide, oKeys, bypass)).reduce(And), o)
-    val bSkewed = Filter(SkewValues.inKeys(idx.map(bKeys), skew.values),
+    val bSkewed = Filter(KeyPredicates.inKeys(idx.map(bKeys), skew.values),
       skewedRows(bSide, bSide, b, idx.map(bKeys), skew, files))
     val distinctKeys = {
       val keys = Project(bKeys.zipWithIndex.map { case (k, i) => Alias(k, s"skew_key_$i")() },
@@ -795,7 +795,7 @@ case class SkewJoinSplit(session: SparkSession)
       case Seq(key) => files("null", side, p, key, Nil, _ => Kept.Null)
       case _ => p
     }
-    val rows = Filter(keys.map(SkewValues.isNullKey).reduce(Or), read)
+    val rows = Filter(keys.map(KeyPredicates.isNullKey).reduce(Or), read)
     if (j.joinType == LeftAnti) rows else padded(j, side, rows)
   }
 
@@ -811,10 +811,10 @@ case class SkewJoinSplit(session: SparkSession)
     val bKeys = keysOf(pairs, bSide, skew.keyIndexes)
     val oKeys = keysOf(pairs, bSide.other, skew.keyIndexes)
     val isSkewed = (keys: Seq[Expression]) =>
-      Coalesce(Seq(SkewValues.inKeys(keys, skew.values), Literal(false)))
+      Coalesce(Seq(KeyPredicates.inKeys(keys, skew.values), Literal(false)))
     // NULL keys of a preserved big side match nothing, so they may go to any bucket too.
     val spread = if (saltNulls) {
-      Or(isSkewed(bKeys), keysOf(pairs, bSide, pairs.indices).map(SkewValues.isNullKey).reduce(Or))
+      Or(isSkewed(bKeys), keysOf(pairs, bSide, pairs.indices).map(KeyPredicates.isNullKey).reduce(Or))
     } else isSkewed(bKeys)
     val bSalt = Alias(If(spread,
       Pmod(new Murmur3Hash(bPlan.output), Literal(buckets)), Literal(0)), SaltName)()
@@ -1032,11 +1032,11 @@ case class SkewJoinSplit(session: SparkSession)
     val skewBranch = u.skewed.get
     val oKeys = keysOf(pairs, side.other, idx)
     if (unionNotExact(Seq(other), skew).isDefined) return None
-    val oRest = Filter(SkewValues.notInKeys(oKeys, skew.values), other.plan)
+    val oRest = Filter(KeyPredicates.notInKeys(oKeys, skew.values), other.plan)
     val rest = withInputs(j, side, u.rest, oRest)
     val (o, oMap) = fresh(other.plan)
     val toSkew = AttributeMap(child.output.zip(skewBranch.output)) ++ oMap
-    val oSkew = Filter(SkewValues.inKeys(oKeys.map(remap(_, oMap)), skew.values), o)
+    val oSkew = Filter(KeyPredicates.inKeys(oKeys.map(remap(_, oMap)), skew.values), o)
     val cond = j.condition.map(remap(_, toSkew))
     val mapSideJoin = withInputs(j.copy(condition = cond, hint = broadcastHint(side.other)),
       side, skewBranch, oSkew)

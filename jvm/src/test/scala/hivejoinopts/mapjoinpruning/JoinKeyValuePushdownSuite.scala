@@ -8,6 +8,7 @@ import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf, HiveJoinOptsQueryTest}
 import hivejoinopts.log.{Decision, DecisionLog}
+import hivejoinopts.scan.FooterPrunedFileIndex
 
 class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
 

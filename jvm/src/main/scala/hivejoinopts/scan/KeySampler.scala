@@ -1,4 +1,4 @@
-package hivejoinopts.skew
+package hivejoinopts.scan
 
 import java.security.MessageDigest
 
@@ -26,7 +26,7 @@ import hivejoinopts.rules.{InternalQuery, JoinKeys}
  * @param fraction      the share of the input the sample read
  * @param estimatedRows the input's row count estimated from its statistics
  */
-final case class KeySample(
+private[hivejoinopts] final case class KeySample(
     sampledRows: Long,
     nullRows: Long,
     fraction: Double,
@@ -49,14 +49,14 @@ final case class KeySample(
 }
 
 /**
- * Finds skewed keys by sampling a join input: a bounded job (about
- * `skewJoin.detection.sampleRows` rows, cancelled after `skewJoin.detection.maxTime`) that
- * counts the key and returns only the heaviest keys. Only plain inputs (a relation, projected
- * and filtered) are sampled. Results are cached per input and table version (the files'
- * paths, sizes and modification times, or the table's DDL time), so repeated queries do not
- * sample again.
+ * Samples the key of a join input: a bounded job (about `skewJoin.detection.sampleRows` rows,
+ * cancelled after `skewJoin.detection.maxTime`) that counts the key and returns only the
+ * heaviest keys: the skewed keys of a join, or whether a coarser key has values enough
+ * ([[hivejoinopts.correlation.CoarsenJoinShuffle]]). Only plain inputs (a relation, projected and filtered) are sampled.
+ * Results are cached per input and table version (the files' paths, sizes and modification
+ * times, or the table's DDL time), so repeated queries do not sample again.
  */
-object SkewDetection extends Logging {
+private[hivejoinopts] object KeySampler extends Logging {
 
   private val MetricsName = "hiveJoinOpts.keySample"
   private val GroupsMetricsName = "hiveJoinOpts.keySampleGroups"
@@ -133,7 +133,7 @@ object SkewDetection extends Logging {
       projected, -1L)
     val nonNull = Filter(keyAttrs.map(IsNotNull(_): Expression).reduce(org.apache.spark.sql
       .catalyst.expressions.And), counted)
-    val kept = restrictTo.map(v => Filter(SkewValues.inKeys(keyAttrs, v), nonNull)).getOrElse(nonNull)
+    val kept = restrictTo.map(v => Filter(KeyPredicates.inKeys(keyAttrs, v), nonNull)).getOrElse(nonNull)
     val count = Alias(Count(Literal(1)).toAggregateExpression(), "c")()
     val partitioned = RepartitionByExpression(keyAttrs, kept,
       Some(countPartitions(rows * fraction, session.sessionState.conf.numShufflePartitions)))
@@ -172,7 +172,7 @@ object SkewDetection extends Logging {
    * counting them in the session's hundreds of shuffle partitions costs more in task overhead
    * than the counting itself.
    */
-  private[skew] def countPartitions(expectedRows: Double, shufflePartitions: Int): Int =
+  private[scan] def countPartitions(expectedRows: Double, shufflePartitions: Int): Int =
     math.max(1, math.min(shufflePartitions, math.ceil(expectedRows / RowsPerCountTask).toInt))
 
   /** A fingerprint of the data under `relation`, or None when it cannot be told cheaply. */

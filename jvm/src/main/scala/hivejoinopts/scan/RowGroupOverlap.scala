@@ -1,4 +1,4 @@
-package hivejoinopts.mapjoinpruning
+package hivejoinopts.scan
 
 import scala.util.control.NonFatal
 

@@ -1,4 +1,4 @@
-package hivejoinopts.skew
+package hivejoinopts.scan
 
 import scala.jdk.CollectionConverters._
 
@@ -10,8 +10,9 @@ import org.scalatest.time.{Seconds, Span}
 import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf}
 import hivejoinopts.log.DecisionLog
 import hivejoinopts.rules.InternalQuery
+import hivejoinopts.skew.SkewJoinTestBase
 
-class SkewDetectionSuite extends SkewJoinTestBase {
+class KeySamplerSuite extends SkewJoinTestBase {
 
   override def beforeAll(): Unit = {
     super.beforeAll()
@@ -22,7 +23,7 @@ class SkewDetectionSuite extends SkewJoinTestBase {
 
   private def sampleOfBig() = {
     val input = bigInput
-    SkewDetection.sample(spark, input, Seq(input.output.head), 5)
+    KeySampler.sample(spark, input, Seq(input.output.head), 5)
   }
 
   test("the sample finds the heavy key with its share, and counts NULL keys") {
@@ -67,10 +68,10 @@ class SkewDetectionSuite extends SkewJoinTestBase {
   }
 
   test("the sample's keys are counted in a few tasks, not the session's shuffle partitions") {
-    assert(SkewDetection.countPartitions(3000, 200) == 1)
-    assert(SkewDetection.countPartitions(1000000, 200) == 4)
-    assert(SkewDetection.countPartitions(1e9, 200) == 200)
-    assert(SkewDetection.countPartitions(1e9, 8) == 8)
+    assert(KeySampler.countPartitions(3000, 200) == 1)
+    assert(KeySampler.countPartitions(1000000, 200) == 4)
+    assert(KeySampler.countPartitions(1e9, 200) == 200)
+    assert(KeySampler.countPartitions(1e9, 8) == 8)
     withSkewConf("spark.sql.shuffle.partitions" -> "200", "spark.sql.adaptive.enabled" -> "false") {
       val tasks = internalReduceTasks(assert(sampleOfBig().isRight))
       assert(tasks.nonEmpty && tasks.forall(_ == 1), tasks)
@@ -86,7 +87,7 @@ class SkewDetectionSuite extends SkewJoinTestBase {
       spark.read.parquet(dir).createOrReplaceTempView("versioned")
       def sample() = {
         val input = spark.table("versioned").queryExecution.optimizedPlan
-        SkewDetection.sample(spark, input, input.output, 5).toOption.get
+        KeySampler.sample(spark, input, input.output, 5).toOption.get
       }
       assert(!sample().cached && sample().cached)
       spark.range(0, 100).selectExpr("id % 3 AS k").write.mode("append").parquet(dir)
@@ -99,14 +100,14 @@ class SkewDetectionSuite extends SkewJoinTestBase {
 
   test("a table read twice, with new ids for its columns, is sampled once") {
     withSkewConf() {
-      SkewDetection.clearCache()
+      KeySampler.clearCache()
       // The second read of a table in a self-join gets new expression ids, as does every query
       // that reads the table again after analysis: the same rows and key, the same sample.
       val plan = spark.sql("SELECT * FROM big a JOIN big b ON a.k = b.k").queryExecution.analyzed
       val reads = plan.collectLeaves()
       assert(reads.size == 2 && reads.head.output.head.exprId != reads.last.output.head.exprId)
       def sampleOf(read: org.apache.spark.sql.catalyst.plans.logical.LogicalPlan) =
-        SkewDetection.sample(spark, read, Seq(read.output.head), 5).toOption.get
+        KeySampler.sample(spark, read, Seq(read.output.head), 5).toOption.get
       assert(!sampleOf(reads.head).cached)
       assert(sampleOf(reads.last).cached)
     }
@@ -116,7 +117,7 @@ class SkewDetectionSuite extends SkewJoinTestBase {
     def millis(json: String, key: String): Long =
       s""""$key": (\\d+)""".r.findFirstMatchIn(json).map(_.group(1).toLong).get
     withSkewConf() {
-      SkewDetection.clearCache()
+      KeySampler.clearCache()
       spark.sql("SELECT * FROM big JOIN small ON big.k = small.k").collect()
       val first = HiveJoinOpts.lastPlanningWorkJson(spark)
       assert(millis(first, "sampleMs") > 0 && millis(first, "totalMs") >= millis(first, "sampleMs"),
@@ -152,7 +153,7 @@ class SkewDetectionSuite extends SkewJoinTestBase {
   test("plain inputs only: an aggregate is not sampled") {
     withSkewConf() {
       val input = spark.sql("SELECT k, count(*) FROM big GROUP BY k").queryExecution.optimizedPlan
-      assert(SkewDetection.sample(spark, input, Seq(input.output.head), 5).isLeft)
+      assert(KeySampler.sample(spark, input, Seq(input.output.head), 5).isLeft)
     }
   }
 }

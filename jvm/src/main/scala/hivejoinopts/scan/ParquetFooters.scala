@@ -1,4 +1,4 @@
-package hivejoinopts.mapjoinpruning
+package hivejoinopts.scan
 
 import java.util.concurrent.{Callable, ExecutorService, Executors, TimeoutException, TimeUnit}
 
@@ -19,7 +19,7 @@ import hivejoinopts.log.{DecisionLog, PlanningWork}
  * The statistics of one row group on one column: its rows, its [min, max] if it has one, and
  * its number of NULLs if the writer counted them.
  */
-private[mapjoinpruning] final case class RowGroupStats(
+private[scan] final case class RowGroupStats(
     rows: Long,
     range: Option[(Any, Any)],
     nulls: Option[Long] = None)
@@ -28,7 +28,7 @@ private[mapjoinpruning] final case class RowGroupStats(
  * One top-level column of one Parquet file, from its footer: the column's Parquet type and the
  * statistics of each row group (in file order).
  */
-private[mapjoinpruning] final case class ColumnChunks(
+private[scan] final case class ColumnChunks(
     primitive: PrimitiveType,
     rowGroups: IndexedSeq[RowGroupStats]) {
 
@@ -42,7 +42,7 @@ private[mapjoinpruning] final case class ColumnChunks(
  * last 4096 columns of files, by path, length, modification time and column): the next query on
  * the same files reads none. Only the column's row-group ranges are kept, not whole footers.
  */
-private[mapjoinpruning] object ParquetFooters extends Logging {
+private[scan] object ParquetFooters extends Logging {
 
   private val MaxCached = 4096
 

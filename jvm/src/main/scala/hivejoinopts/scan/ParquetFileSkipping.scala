@@ -1,4 +1,4 @@
-package hivejoinopts.mapjoinpruning
+package hivejoinopts.scan
 
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.parquet.schema.LogicalTypeAnnotation.{IntLogicalTypeAnnotation, StringLogicalTypeAnnotation}
@@ -23,7 +23,7 @@ import hivejoinopts.rules.FileRelation
  * Files are named by path, length and modification time, so a file written again after the
  * footers were read is read again, and a file added since is read too.
  */
-private[mapjoinpruning] final case class FooterPrunedFileIndex(
+private[hivejoinopts] final case class FooterPrunedFileIndex(
     underlying: FileIndex,
     skipped: Set[(String, Long, Long)],
     skippedBytes: Long) extends FileIndex {
@@ -82,24 +82,6 @@ private[hivejoinopts] object ParquetFileSkipping {
     /** NULL. */
     case object Null extends Kept
   }
-
-  /**
-   * The scan of `target` without the files that hold no value in [lo, hi] (values of the
-   * column's type), or why no file was dropped.
-   */
-  private[mapjoinpruning] def apply(
-      session: SparkSession,
-      target: Target,
-      lo: Any,
-      hi: Any,
-      maxFiles: Int,
-      deadlineNanos: Long): Either[String, Outcome] =
-    if (target.use == ScanUse.PushedFilter("Parquet")) {
-      apply(session, target.scan, target.column, Kept.Between(lo, hi), maxFiles,
-        HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES, deadlineNanos)
-    } else {
-      Left("not a Parquet file scan")
-    }
 
   /**
    * `scan` without the files that hold no row `kept` keeps of `column`, or why no file was
@@ -184,7 +166,7 @@ private[hivejoinopts] object ParquetFileSkipping {
    * How a footer statistic compares with a value of the column's type, where the file's type
    * and annotation make the comparison exact: signed integers of either width, and strings.
    */
-  private[mapjoinpruning] def order(c: ColumnChunks, columnType: DataType): Option[(Any, Any) => Int] = {
+  private[scan] def order(c: ColumnChunks, columnType: DataType): Option[(Any, Any) => Int] = {
     val annotation = c.primitive.getLogicalTypeAnnotation
     (columnType, c.primitive.getPrimitiveTypeName, annotation) match {
       case (ByteType | ShortType | IntegerType | LongType,
@@ -194,7 +176,7 @@ private[hivejoinopts] object ParquetFileSkipping {
         Some((stat, value) => java.lang.Long.compare(
           stat.asInstanceOf[Number].longValue, value.asInstanceOf[Number].longValue))
       case (s: StringType, PrimitiveTypeName.BINARY, _: StringLogicalTypeAnnotation)
-          if ValueSetPushdown.supportedType(s) && !s.isInstanceOf[CharType] &&
+          if SparkShims.binaryCollation(s) && !s.isInstanceOf[CharType] &&
             !s.isInstanceOf[VarcharType] =>
         Some((stat, value) => SparkShims.compareBytes(UTF8String.fromBytes(
           stat.asInstanceOf[org.apache.parquet.io.api.Binary].getBytes),

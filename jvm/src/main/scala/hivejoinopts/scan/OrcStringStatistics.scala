@@ -1,4 +1,4 @@
-package hivejoinopts.mapjoinpruning
+package hivejoinopts.scan
 
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.datasources.{FileFormat, HadoopFsRelation, LogicalRelation}
