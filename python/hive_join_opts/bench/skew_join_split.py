@@ -24,15 +24,21 @@ MB = 1024 * 1024
 
 def _thresholds_at(scale: float) -> dict[str, str]:
     """The session plans as a 64-slot cluster would (Spark's default 200 shuffle partitions,
-    scan splits and the minimum number of partitions AQE coalesces to), so that the 64-slot
-    simulation schedules the tasks such a cluster runs. Spark's size thresholds (and the
-    detection threshold) scale with the data: at scale 1 they are the defaults, and a smaller run
-    (the demo, CI) keeps the same proportions, so the other side is still too big to
-    broadcast."""
+    64 scan splits, and join partitions coalesced to about a 64th of the join's shuffle), so
+    that the 64-slot simulation schedules the tasks such a cluster runs. On 64 slots, adaptive
+    execution coalesces to partitions of (shuffled bytes / 64); local[2] would aim at half the
+    bytes each. Spark 3.2 deprecated the setting that named the 64 (minPartitionNum): the
+    partition size is set instead, about a 64th of S1's join shuffle (164 MB at scale 1), with
+    the minimum partition size below it (Spark's documentation: at most a fifth of the advisory
+    size). Spark's size thresholds (and the detection threshold) scale with the data: at
+    scale 1 they are the defaults, and a smaller run (the demo, CI) keeps the same
+    proportions, so the other side is still too big to broadcast."""
+    partition = int(2.5 * MB * scale)
     return {
         "spark.sql.shuffle.partitions": "200",
         "spark.sql.leafNodeDefaultParallelism": "64",
-        "spark.sql.adaptive.coalescePartitions.minPartitionNum": "64",
+        "spark.sql.adaptive.advisoryPartitionSizeInBytes": str(partition),
+        "spark.sql.adaptive.coalescePartitions.minPartitionSize": str(partition // 5),
         "spark.sql.autoBroadcastJoinThreshold": str(int(10 * MB * scale)),
         SPLIT + "detection.minInputBytes": str(int(32 * MB * scale)),
     }
