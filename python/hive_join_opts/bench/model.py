@@ -56,8 +56,8 @@ class Scenario:
     scaled_conf: Callable[[float], dict[str, str]] | None = None
     # True when the extension is expected to rewrite the query.
     expect_rewrite: bool = True
-    # The scenario the demo shows for its family, and the share of the benchmark's data size
-    # it uses there (the demo should take a few minutes, not an hour).
+    # Whether the demo shows the scenario, and the share of the benchmark's data size it uses
+    # there (the whole demo should take a few minutes).
     showcase: bool = False
     demo_scale: float = 0.25
     # Picks the join stage from the stages of a run (default: the most uneven heavy stage).

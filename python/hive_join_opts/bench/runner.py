@@ -24,7 +24,8 @@ from pathlib import Path
 from .._compare import rows_equal
 from .model import ENABLED_KEY, EXTENSION, SPARK, Dataset, Scenario
 from .progress import NoProgress, Progress
-from .stages import default_join_stage, simulated_wall_ms, straggler_factor
+from .stages import (default_join_stage, longest_and_median_task_ms, simulated_wall_ms,
+                     straggler_factor)
 
 
 @dataclass
@@ -47,11 +48,18 @@ class Run:
     # Per Parquet scan: files, partitions, row groups read and their bytes, the ideal (only
     # for scenarios with a RowGroupSpec).
     parquet_scans: list = field(default_factory=list)
+    # The longest and the median task of the join stage (of the kind the straggler factor
+    # compares), in milliseconds.
+    join_stage_longest_ms: float | None = None
+    join_stage_median_ms: float | None = None
+    # Analysis, optimization and physical planning (planning_ms), in milliseconds.
+    planning_ms: float = 0.0
 
     @staticmethod
     def from_json(raw: dict, pick_stage) -> "Run":
         stages = raw["stages"]
         join_stage = pick_stage(stages)
+        longest_and_median = longest_and_median_task_ms(join_stage)
         return Run(
             wall_ms=raw["wallMs"],
             rows=raw["rows"],
@@ -67,13 +75,16 @@ class Run:
             parquet_scans=raw.get("parquetScans", []),
             join_stage_tasks_ms=sorted(join_stage["taskDurationsMs"], reverse=True)
             if join_stage else [],
+            join_stage_longest_ms=longest_and_median[0] if longest_and_median else None,
+            join_stage_median_ms=longest_and_median[1] if longest_and_median else None,
         )
 
 
 def typical(runs: list[Run]) -> Run:
     """The median of the runs: the run of median wall time (the lower one of an even count),
-    with the median wall time, straggler factor and 64-slot time of all the runs, and the join
-    stage's tasks of the run whose straggler factor is nearest the median."""
+    with the median wall time, straggler factor, 64-slot time and planning time of all the
+    runs, and the join stage's tasks (and its longest and median task) of the run whose
+    straggler factor is nearest the median."""
     middle = sorted(runs, key=lambda r: r.wall_ms)[(len(runs) - 1) // 2]
     stragglers = [r.straggler for r in runs if r.straggler is not None]
     straggler = statistics.median(stragglers) if stragglers else None
@@ -84,7 +95,10 @@ def typical(runs: list[Run]) -> Run:
         wall_ms=statistics.median(r.wall_ms for r in runs),
         straggler=straggler,
         sim64_ms=statistics.median(r.sim64_ms for r in runs),
+        planning_ms=statistics.median(r.planning_ms for r in runs),
         join_stage_tasks_ms=nearest.join_stage_tasks_ms,
+        join_stage_longest_ms=nearest.join_stage_longest_ms,
+        join_stage_median_ms=nearest.join_stage_median_ms,
     )
 
 
@@ -179,8 +193,7 @@ class Bench:
             self.spark.conf.unset(key)
         self._applied = set(conf)
         for key, value in conf.items():
-            # Only what changes: setting a deprecated key (AQE's minimum partition count) warns
-            # at every SET.
+            # Only what changes: a SET of what the session already holds is no change.
             if self.spark.conf.get(key, None) != value:
                 self.spark.conf.set(key, value)
 
@@ -207,7 +220,9 @@ class Bench:
             for k in self._ideal_keys[scenario.name]:
                 keys.add(k)
             raw = json.loads(self.runner.runWithRowGroups(df, self.collector, spec.column, keys))
-        return Run.from_json(raw, scenario.join_stage or default_join_stage)
+        run = Run.from_json(raw, scenario.join_stage or default_join_stage)
+        run.planning_ms = planning_ms(planning_phases_ms(df))
+        return run
 
     def run_sql(self, sql: str) -> tuple[Run, dict[str, float]]:
         """One run of `sql` from its text to its last row, as the warehouse suite times it

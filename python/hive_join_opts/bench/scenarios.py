@@ -42,6 +42,6 @@ def select(names: list[str]) -> list[Scenario]:
     return chosen
 
 
-def showcase(family: str) -> Scenario | None:
-    """The scenario the demo shows for a rule family."""
-    return next((s for s in SCENARIOS if s.family == family and s.showcase), None)
+def showcases(family: str) -> list[Scenario]:
+    """The scenarios the demo shows for a rule family."""
+    return [s for s in SCENARIOS if s.family == family and s.showcase]
