@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from hive_join_opts.bench import progress
+from hive_join_opts import _progress as progress
 
 
 @pytest.fixture(autouse=True)

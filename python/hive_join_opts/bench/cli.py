@@ -7,7 +7,8 @@ import os
 import time
 from pathlib import Path
 
-from . import progress, report, suite, suite_report, tpch_skew
+from .. import _progress as progress
+from . import report, suite, suite_report, tpch_skew
 from .scenarios import select
 
 

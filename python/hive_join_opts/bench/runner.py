@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .._compare import rows_equal
 from .model import ENABLED_KEY, EXTENSION, SPARK, Dataset, Scenario
-from .progress import NoProgress, Progress
+from .._progress import NoProgress, Progress
 from .stages import (default_join_stage, longest_and_median_task_ms, simulated_wall_ms,
                      straggler_factor)
 

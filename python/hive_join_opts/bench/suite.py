@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._compare import difference
-from . import progress
+from .. import _progress as progress
 from .model import ENABLED_KEY, EXTENSION, SPARK
 from .runner import Bench, paired_speedup, planning_ms, sample_ms
 

@@ -30,7 +30,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from . import progress
+from .. import _progress as progress
 
 PRESETS = ("none", "light", "moderate", "heavy", "extreme", "realistic")
 DEFAULT_PRESET = "heavy"

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .._progress import activity
 from .queries import default_cache
 
 TABLES = {
@@ -47,10 +48,10 @@ def generate(benchmark: str, scale: float, cache: Path | None = None) -> Path:
     if not (folder / "_COMPLETE").exists():
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        print(f"generating {benchmark} at scale factor {scale:g} with tpcgen-cli into {folder} "
-              "(once; later runs read the cache)", file=sys.stderr, flush=True)
-        subprocess.run([_tpcgen(), benchmark, "parquet", "-s", f"{scale:g}", "-o", str(folder)],
-                       check=True, capture_output=True)
+        with activity(f"generating {benchmark} at scale factor {scale:g} with tpcgen-cli into "
+                      f"{folder} (once; later runs read the cache)"):
+            subprocess.run([_tpcgen(), benchmark, "parquet", "-s", f"{scale:g}", "-o", str(folder)],
+                           check=True, capture_output=True)
         (folder / "_COMPLETE").write_text("")
     return folder
 
@@ -63,15 +64,20 @@ def partition_by_date(spark, folder: Path) -> Path:
     if not (target / "_COMPLETE").exists():
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
-        for table in TABLES["tpcds"]:
-            if table in TPCDS_DATE_KEYS:
-                key = TPCDS_DATE_KEYS[table]
-                (spark.read.parquet(str(folder / f"{table}.parquet")).repartition(key)
-                 .write.partitionBy(key).parquet(str(target / f"{table}.parquet")))
-            else:
-                (target / f"{table}.parquet").symlink_to(folder / f"{table}.parquet")
+        with activity(f"writing the TPC-DS fact tables partitioned by date into {target} (once)"):
+            _write_by_date(spark, folder, target)
         (target / "_COMPLETE").write_text("")
     return target
+
+
+def _write_by_date(spark, folder: Path, target: Path) -> None:
+    for table in TABLES["tpcds"]:
+        if table in TPCDS_DATE_KEYS:
+            key = TPCDS_DATE_KEYS[table]
+            (spark.read.parquet(str(folder / f"{table}.parquet")).repartition(key)
+             .write.partitionBy(key).parquet(str(target / f"{table}.parquet")))
+        else:
+            (target / f"{table}.parquet").symlink_to(folder / f"{table}.parquet")
 
 
 def register(spark, benchmark: str, folder: Path) -> None:
