@@ -17,7 +17,6 @@ cd "$(dirname "$0")"
 ROOT=$(pwd)
 
 export SPARK_LOCAL_IP=127.0.0.1
-export HIVE_JOIN_OPTS_LOG4J2="$ROOT/conf/log4j2.properties"
 VENV="$ROOT/.venv"
 JAR_DIR="$ROOT/python/hive_join_opts/jars"
 MVN=(mvn -B --no-transfer-progress -f "$ROOT/jvm/pom.xml")

@@ -13,7 +13,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-os.environ.setdefault("HIVE_JOIN_OPTS_LOG4J2", str(ROOT / "conf" / "log4j2.properties"))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 

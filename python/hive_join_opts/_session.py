@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from pathlib import Path
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -205,9 +206,10 @@ def local_session(
         .config("spark.driver.memory", memory)
     )
     java_options = [f"-Xms{memory}"] if fixed_heap else []
-    log4j = os.environ.get("HIVE_JOIN_OPTS_LOG4J2")
-    if log4j:
-        java_options.append(f"-Dlog4j2.configurationFile=file:{log4j}")
+    # Warnings and errors only (the package's log4j2.properties, which conf/ holds too), unless
+    # HIVE_JOIN_OPTS_LOG4J2 names another file.
+    log4j = os.environ.get("HIVE_JOIN_OPTS_LOG4J2") or str(Path(__file__).with_name("log4j2.properties"))
+    java_options.append(f"-Dlog4j2.configurationFile=file:{log4j}")
     if java_options:
         builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     spark = configure(builder, **flags).getOrCreate()
