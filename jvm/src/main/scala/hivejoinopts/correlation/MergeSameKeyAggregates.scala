@@ -9,7 +9,8 @@ import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
-import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule, KeyEquality}
+import hivejoinopts.rules.{Candidates, Declined, HiveJoinOptsLogicalRule, KeyEquality, Rewrite}
+import hivejoinopts.rules.Attempt.{decline, declineIf}
 
 /**
  * Input correlation between aggregates: several aggregates of the same relation, grouped by the
@@ -66,10 +67,6 @@ case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLog
     case _ => p.mapChildren(visit)
   }
 
-  private class Skip(val reason: String) extends Exception(reason, null, false, false)
-
-  private def skip(reason: String): Nothing = throw new Skip(reason)
-
   /**
    * The merged aggregate and the values of both sides' outputs over it. The merged plan keeps the
    * attributes of side `a`; side `b`'s aggregates get expression ids of their own, so that none of
@@ -84,33 +81,50 @@ case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLog
       bOk: Seq[Expression],
       numbers: Seq[(String, Any)])
 
-  private def merge(a: AggregateSide, b: AggregateSide, joinConds: Seq[Expression]): Merged = {
-    Seq(a, b).flatMap(_.unsupported).headOption.foreach(skip)
-    val m = PlanMerger.merge(a.agg.child, b.agg.child).getOrElse(
-      skip(s"the aggregates read different rows (${Candidates.tables(a.agg.child)} and " +
-        s"${Candidates.tables(b.agg.child)})"))
-    val aKeys = a.agg.groupingExpressions
-    val bKeys = b.agg.groupingExpressions.map(m.mapB)
-    if (aKeys.size != bKeys.size ||
-        aKeys.map(_.canonicalized).toSet != bKeys.map(_.canonicalized).toSet) {
-      skip("the aggregates group by different keys")
-    }
-    val keys = aKeys.map {
-      case k: Attribute => k
-      case e => skip(s"the group key ${e.sql} is not a column")
-    }
-    keys.find(k => !KeyEquality.bytewise(k.dataType)).foreach { k =>
-      skip(s"the group key ${k.name} has type ${k.dataType.sql}: equal keys may differ in " +
-        "bytes, so each aggregate's group could show another value")
-    }
-    val differ = m.aFilters.nonEmpty || m.bFilters.nonEmpty
-    val distinct = (a.agg.aggregateExpressions ++ b.agg.aggregateExpressions)
-      .exists(_.exists { case ae: AggregateExpression => ae.isDistinct; case _ => false })
-    if (differ && distinct) {
-      skip("DISTINCT aggregates whose inputs filter differently: each FILTER would expand every " +
-        "row once more")
-    }
+  private val Reason = "the aggregates read the relation once, as one aggregate with FILTER " +
+    "clauses where their inputs differ"
 
+  private def merge(
+      a: AggregateSide,
+      b: AggregateSide,
+      joinConds: Seq[Expression]): Either[Declined, Merged] = for {
+    _ <- Seq(a, b).flatMap(_.unsupported).headOption.map(decline(_)).getOrElse(Right(()))
+    m <- PlanMerger.merge(a.agg.child, b.agg.child).toRight(Declined(
+      s"the aggregates read different rows (${Candidates.tables(a.agg.child)} and " +
+        s"${Candidates.tables(b.agg.child)})"))
+    keys <- groupKeys(a.agg.groupingExpressions, b.agg.groupingExpressions.map(m.mapB))
+    differ = m.aFilters.nonEmpty || m.bFilters.nonEmpty
+    _ <- declineIf(differ && (a.agg.aggregateExpressions ++ b.agg.aggregateExpressions)
+      .exists(_.exists { case ae: AggregateExpression => ae.isDistinct; case _ => false }))(
+      "DISTINCT aggregates whose inputs filter differently: each FILTER would expand every " +
+        "row once more")
+    merged = mergedAggregate(a, b, m, keys)
+    _ <- joinEquatesKeys(a, b, merged, joinConds, keys)
+  } yield merged.copy(numbers = Seq("groupKeys" -> keys.size, "filtersDiffer" -> differ) ++
+    merged.numbers)
+
+  /** Both aggregates' group keys: the same columns, of types whose equal values are equal. */
+  private def groupKeys(
+      aKeys: Seq[Expression],
+      bKeys: Seq[Expression]): Either[Declined, Seq[Attribute]] = for {
+    _ <- declineIf(aKeys.size != bKeys.size ||
+      aKeys.map(_.canonicalized).toSet != bKeys.map(_.canonicalized).toSet)(
+      "the aggregates group by different keys")
+    keys <- aKeys.foldLeft[Either[Declined, Seq[Attribute]]](Right(Nil)) {
+      case (acc, k: Attribute) => acc.map(_ :+ k)
+      case (acc, e) => acc.flatMap(_ => decline(s"the group key ${e.sql} is not a column"))
+    }
+    _ <- keys.find(k => !KeyEquality.bytewise(k.dataType)).map(k => decline(
+      s"the group key ${k.name} has type ${k.dataType.sql}: equal keys may differ in " +
+        "bytes, so each aggregate's group could show another value")).getOrElse(Right(()))
+  } yield keys
+
+  /** One aggregate computing both sides' aggregates, with FILTERs where their inputs differ. */
+  private def mergedAggregate(
+      a: AggregateSide,
+      b: AggregateSide,
+      m: MergedPlan,
+      keys: Seq[Attribute]): Merged = {
     def withFilter(list: Seq[NamedExpression], extra: Seq[Expression]): Seq[NamedExpression] =
       if (extra.isEmpty) list else list.map(_.transformDown {
         case ae: AggregateExpression =>
@@ -146,88 +160,73 @@ case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLog
     val (bValues, bFilters) = b.valuesAbove(bAgg.toMap)
     def ok(present: Option[Alias], filters: Seq[Expression]): Seq[Expression] =
       present.map(p => GreaterThan(p.toAttribute, Literal(0L))).toSeq ++ filters
-
-    // The join must equate every group key of one side with the same key of the other.
-    val aOut = AttributeSet(a.top.output)
-    val bOut = AttributeSet(b.top.output)
-    val covered = joinConds.flatMap {
-      case EqualTo(x: Attribute, y: Attribute) => keyPair(x, y, aOut, bOut, aValues, bValues, keys)
-        .orElse(keyPair(y, x, aOut, bOut, aValues, bValues, keys))
-      case _ => None
-    }.toSet
-    if (covered.size != keys.size) {
-      skip("the join does not equate every group key of the two aggregates")
-    }
-    Merged(aggregate, aValues, bValues, ok(aPresent, aFilters), ok(bPresent, bFilters), Seq(
-      "groupKeys" -> keys.size, "filtersDiffer" -> differ,
-      "aggregates" -> (aList.size + bList.size)))
+    Merged(aggregate, aValues, bValues, ok(aPresent, aFilters), ok(bPresent, bFilters),
+      Seq("aggregates" -> (aList.size + bList.size)))
   }
 
-  private def keyPair(
-      x: Attribute, y: Attribute,
-      aOut: AttributeSet, bOut: AttributeSet,
-      aValues: Map[ExprId, Expression], bValues: Map[ExprId, Expression],
-      keys: Seq[Attribute]): Option[Int] = {
-    if (!aOut.contains(x) || !bOut.contains(y)) return None
-    (aValues.get(x.exprId), bValues.get(y.exprId)) match {
-      case (Some(a: Attribute), Some(b: Attribute)) if a.exprId == b.exprId =>
-        Some(keys.indexWhere(_.exprId == a.exprId)).filter(_ >= 0)
+  /** The join must equate every group key of one side with the same key of the other. */
+  private def joinEquatesKeys(
+      a: AggregateSide,
+      b: AggregateSide,
+      merged: Merged,
+      joinConds: Seq[Expression],
+      keys: Seq[Attribute]): Either[Declined, Unit] = {
+    val aOut = AttributeSet(a.top.output)
+    val bOut = AttributeSet(b.top.output)
+    def keyPair(x: Attribute, y: Attribute): Option[Int] =
+      if (!aOut.contains(x) || !bOut.contains(y)) None
+      else (merged.aValues.get(x.exprId), merged.bValues.get(y.exprId)) match {
+        case (Some(av: Attribute), Some(bv: Attribute)) if av.exprId == bv.exprId =>
+          Some(keys.indexWhere(_.exprId == av.exprId)).filter(_ >= 0)
+        case _ => None
+      }
+    val covered = joinConds.flatMap {
+      case EqualTo(x: Attribute, y: Attribute) => keyPair(x, y).orElse(keyPair(y, x))
       case _ => None
-    }
+    }.toSet
+    declineIf(covered.size != keys.size)(
+      "the join does not equate every group key of the two aggregates")
   }
 
   private def outputs(side: AggregateSide, values: Map[ExprId, Expression]): Seq[NamedExpression] =
     side.top.output.map(a => AggregateSide.aliasAs(values.getOrElse(a.exprId, a), a))
 
-  private def attempt(candidate: String)(body: => Seq[(String, Any)]): Boolean = {
-    try {
-      fired(candidate, "the aggregates read the relation once, as one aggregate with FILTER " +
-        "clauses where their inputs differ", body: _*)
-      true
-    } catch {
-      case s: Skip =>
-        skipped(candidate, s.reason)
-        false
-    }
-  }
-
   // ---- inner joins: any two aggregate items of a region ----
 
+  /** Merges pairs of aggregate items of the region, each pair tried once, until none is left. */
   private def rewriteRegion(p: LogicalPlan): LogicalPlan = {
     val region = InnerJoinRegion.of(p).get
-    var items = region.items
     val conds = region.conditions
-    var changed = false
-    var progress = true
-    val tried = scala.collection.mutable.HashSet.empty[(LogicalPlan, LogicalPlan)]
-    while (progress) {
-      progress = false
+    def loop(items: Seq[LogicalPlan], tried: Set[(LogicalPlan, LogicalPlan)],
+        changed: Boolean): LogicalPlan = {
       val sides = items.flatMap(i => AggregateSide.unapply(i).map(i -> _))
-      val pairs = for {
+      val next = (for {
         ((li, ls), i) <- sides.zipWithIndex
         (rj, rs) <- sides.drop(i + 1)
-        if !tried.exists { case (a, b) => (a eq li) && (b eq rj) }
-      } yield (li, ls, rj, rs)
-      pairs.headOption.foreach { case (li, ls, rj, rs) =>
-        tried += ((li, rj))
-        progress = true
-        val joinConds = conds.filter { c =>
-          c.references.intersect(li.outputSet).nonEmpty && c.references.intersect(rj.outputSet).nonEmpty
-        }
-        var mergedItem: LogicalPlan = null
-        if (attempt(describe(p, li, rj)) {
-          val m = merge(ls, rs, joinConds)
-          val ok = (m.aOk ++ m.bOk).reduceOption(And)
-          val filtered = ok.map(Filter(_, m.plan)).getOrElse(m.plan)
-          mergedItem = Project(outputs(ls, m.aValues) ++ outputs(rs, m.bValues), filtered)
-          m.numbers
-        }) {
-          items = items.flatMap(i => if (i eq li) Some(mergedItem) else if (i eq rj) None else Some(i))
-          changed = true
-        }
+        if !tried.exists { case (x, y) => (x eq li) && (y eq rj) }
+      } yield (li, ls, rj, rs)).headOption
+      next match {
+        case None => if (changed) Project(p.output, InnerJoinRegion.build(items, conds)) else p
+        case Some((li, ls, rj, rs)) =>
+          val joinConds = conds.filter { c =>
+            c.references.intersect(li.outputSet).nonEmpty &&
+              c.references.intersect(rj.outputSet).nonEmpty
+          }
+          val mergedItem = decide(describe(p, li, rj)) {
+            merge(ls, rs, joinConds).map { m =>
+              val ok = (m.aOk ++ m.bOk).reduceOption(And)
+              val filtered = ok.map(Filter(_, m.plan)).getOrElse(m.plan)
+              Rewrite(Project(outputs(ls, m.aValues) ++ outputs(rs, m.bValues), filtered): LogicalPlan,
+                Reason, m.numbers)
+            }
+          }
+          val nextItems = mergedItem.map(merged => items.flatMap { i =>
+            if (i eq li) Some(merged) else if (i eq rj) None else Some(i)
+          }).getOrElse(items)
+          loop(nextItems, tried + ((li, rj)), changed || mergedItem.isDefined)
       }
     }
-    if (!changed) p else Project(p.output, InnerJoinRegion.build(items, conds))
+    loop(region.items, Set.empty, changed = false)
   }
 
   private def describe(region: LogicalPlan, a: LogicalPlan, b: LogicalPlan): String =
@@ -238,35 +237,45 @@ case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLog
   // ---- outer, semi and anti joins of two aggregates ----
 
   private def rewriteOuter(j: Join, left: AggregateSide, right: AggregateSide): LogicalPlan = {
-    var result: LogicalPlan = j
-    attempt(Candidates.join(j)) {
-      val joinConds = j.condition.toSeq.flatMap(splitConjunctivePredicates)
-      // The merged plan keeps the preserved side's attributes: its outputs keep their values.
-      val (kept, other) = if (j.joinType == RightOuter) (right, left) else (left, right)
-      val m = merge(kept, other, joinConds)
-      val substituted = joinConds.map(_.transform {
-        case a: Attribute if m.bValues.contains(a.exprId) || m.aValues.contains(a.exprId) =>
-          m.bValues.getOrElse(a.exprId, m.aValues(a.exprId))
-      })
-      // The other side has a group that the join matches: its values count, else NULLs.
-      val matched = Coalesce(Seq((m.bOk ++ substituted).reduceOption(And)
-        .getOrElse(Literal(true)), Literal(false)))
-      val base = m.aOk.reduceOption(And).map(Filter(_, m.plan)).getOrElse(m.plan)
-      val keptOut = outputs(kept, m.aValues)
-      result = j.joinType match {
-        case LeftOuter | RightOuter =>
-          val otherOut = other.top.output.map { a =>
-            Alias(If(matched, m.bValues.getOrElse(a.exprId, a), Literal(null, a.dataType)),
-              a.name)(a.exprId)
-          }
-          val byId = (keptOut ++ otherOut).map(e => e.toAttribute.exprId -> e).toMap
-          Project(j.output.map(a => byId(a.exprId)), base)
-        case LeftSemi => Project(keptOut, Filter(matched, base))
-        case LeftAnti => Project(keptOut, Filter(Not(matched), base))
-        case other => throw new IllegalStateException(s"unexpected join type $other")
-      }
-      m.numbers
+    val joinConds = j.condition.toSeq.flatMap(splitConjunctivePredicates)
+    // The merged plan keeps the preserved side's attributes: its outputs keep their values.
+    val (kept, other) = if (j.joinType == RightOuter) (right, left) else (left, right)
+    decide(Candidates.join(j)) {
+      merge(kept, other, joinConds).map(m => Rewrite(outerJoinOver(j, kept, other, m, joinConds),
+        Reason, m.numbers))
+    }.getOrElse(j)
+  }
+
+  /**
+   * The join's output over the merged aggregate: the kept side's columns as they are, the other
+   * side's where it has the group and the join's condition holds, else NULL (outer joins); that
+   * test keeps or drops the rows (semi and anti joins).
+   */
+  private def outerJoinOver(
+      j: Join,
+      kept: AggregateSide,
+      other: AggregateSide,
+      m: Merged,
+      joinConds: Seq[Expression]): LogicalPlan = {
+    val substituted = joinConds.map(_.transform {
+      case a: Attribute if m.bValues.contains(a.exprId) || m.aValues.contains(a.exprId) =>
+        m.bValues.getOrElse(a.exprId, m.aValues(a.exprId))
+    })
+    val matched = Coalesce(Seq((m.bOk ++ substituted).reduceOption(And)
+      .getOrElse(Literal(true)), Literal(false)))
+    val base = m.aOk.reduceOption(And).map(Filter(_, m.plan)).getOrElse(m.plan)
+    val keptOut = outputs(kept, m.aValues)
+    j.joinType match {
+      case LeftOuter | RightOuter =>
+        val otherOut = other.top.output.map { a =>
+          Alias(If(matched, m.bValues.getOrElse(a.exprId, a), Literal(null, a.dataType)),
+            a.name)(a.exprId)
+        }
+        val byId = (keptOut ++ otherOut).map(e => e.toAttribute.exprId -> e).toMap
+        Project(j.output.map(a => byId(a.exprId)), base)
+      case LeftSemi => Project(keptOut, Filter(matched, base))
+      case LeftAnti => Project(keptOut, Filter(Not(matched), base))
+      case other => throw new IllegalStateException(s"unexpected join type $other")
     }
-    result
   }
 }
