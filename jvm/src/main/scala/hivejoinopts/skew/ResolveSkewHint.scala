@@ -17,61 +17,7 @@ import hivejoinopts.{HiveJoinOptsAnalysisException, HiveJoinOptsConf}
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.HiveJoinOptsConf.Family
 import hivejoinopts.rules.{HiveJoinOptsLogicalRule, JoinKeys}
-
-/**
- * What a SKEW hint said about one relation of a query: its skewed `columns` (None: whichever
- * columns it is joined on) and their `values` (None: detect them).
- */
-final case class HintedSkew(
-    hint: String,
-    relation: String,
-    relationOutput: Seq[Attribute],
-    columns: Option[Seq[Attribute]],
-    values: Option[Seq[Seq[Any]]]) {
-
-  /** The columns the hint is about: those it names, else all of the relation's. */
-  def hintedColumns: Seq[Attribute] = columns.getOrElse(relationOutput)
-}
-
-/**
- * The SKEW hints of a session's recent queries, by the expression ids of the columns they name.
- * Expression ids are unique in the driver and survive optimization, so [[SkewJoinSplit]] finds a
- * hint by the join keys it meets; [[ResolveSkewHint]] gives the hinted relation ids of its own
- * query, so a hint does not follow a view or DataFrame into later queries. Each session keeps
- * its own (a hint on a DataFrame is read when the DataFrame is analyzed, and used by a later
- * query of the same session that joins it), bounded: the oldest entries go first. A session's
- * hints go with the session.
- */
-object SkewHints {
-  private val MaxEntries = 4096
-
-  private final class Registry
-    extends java.util.LinkedHashMap[ExprId, HintedSkew](256, 0.75f, true) {
-    override def removeEldestEntry(e: java.util.Map.Entry[ExprId, HintedSkew]): Boolean =
-      size() > MaxEntries
-  }
-
-  private val bySession = new java.util.WeakHashMap[SparkSession, Registry]()
-
-  private def of(session: SparkSession): Registry = bySession.synchronized {
-    var registry = bySession.get(session)
-    if (registry == null) {
-      registry = new Registry
-      bySession.put(session, registry)
-    }
-    registry
-  }
-
-  def register(session: SparkSession, hinted: HintedSkew, ids: Seq[ExprId]): Unit = {
-    val registry = of(session)
-    registry.synchronized(ids.foreach(registry.put(_, hinted)))
-  }
-
-  def lookup(session: SparkSession, id: ExprId): Option[HintedSkew] = {
-    val registry = of(session)
-    registry.synchronized(Option(registry.get(id)))
-  }
-}
+import hivejoinopts.skew.keys.{HintedSkew, SkewHints, SkewValues}
 
 /**
  * Reads the SKEW hint at analysis, before Spark drops the hints it does not know.

@@ -9,6 +9,8 @@ import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, SortMergeJoin
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.skew.form.{SplitForm, SplitPayoff}
+import hivejoinopts.skew.split.SaltedForm
 
 class SkewJoinSplitSuite extends SkewJoinTestBase {
 
@@ -127,18 +129,19 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
   }
 
   test("the split's estimate: no gain on few slots unless it saves shuffling more than it reads") {
-    def gain(form: String, slots: Int, heaviest: Double, reread: Double) = SplitPayoff.estimate(
+    def gain(form: SplitForm, slots: Int, heaviest: Double, reread: Double) = SplitPayoff.estimate(
       form, slots, bBytes = 1000, oBytes = 100, heaviestShare = heaviest, skewShare = heaviest,
       reread = reread, otherPreserved = false, otherSkewBytes = 10, buckets = 8)
     // A clustered big side: the union form rereads only the heavy key's row groups, and no
     // longer shuffles them.
-    assert(gain("union", 2, 0.55, 0.55).pays)
+    assert(gain(SplitForm.Union, 2, 0.55, 0.55).pays)
     // Unclustered: it reads the big side again for a moderate key, on two slots a loss...
-    assert(!gain("union", 2, 0.08, 1.0).pays)
+    assert(!gain(SplitForm.Union, 2, 0.08, 1.0).pays)
     // ...that a 64-slot stage held back by the key's task makes good.
-    assert(gain("union", 64, 0.08, 1.0).pays)
-    assert(gain("union", 64, 0.08, 1.0).straggler > 0)
-    assert(gain("salted", 2, 0.44, 1.0).straggler == 0 && !gain("salted", 2, 0.44, 1.0).pays)
+    assert(gain(SplitForm.Union, 64, 0.08, 1.0).pays)
+    assert(gain(SplitForm.Union, 64, 0.08, 1.0).straggler > 0)
+    val salted = gain(SplitForm.Salted, 2, 0.44, 1.0)
+    assert(salted.straggler == 0 && !salted.pays)
   }
 
   test("AQE splits the skewed partition without the rule, and nothing after it: no key twice") {
@@ -170,7 +173,7 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
       assert(splitUnions(df) == 0)
       val plan = executedPlan(df)
       assert(broadcastJoins(plan) == 0 && shuffleJoins(plan) == 1, plan)
-      assert(plan.toString.contains(SkewJoinSplit.SaltName))
+      assert(plan.toString.contains(SaltedForm.SaltName))
       assert(fired(df).head.numbers.toMap.apply("saltBuckets") == "4")
     }
   }

@@ -1,6 +1,7 @@
 package hivejoinopts.skew
 
 import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.skew.keys.SkewMetadata
 
 /** Skewed keys from table properties (Hive's SKEWED BY: HiveSkewMetadataSuite). */
 class SkewMetadataSuite extends SkewJoinTestBase {

@@ -1,4 +1,4 @@
-package hivejoinopts.skew
+package hivejoinopts.skew.keys
 
 import scala.util.control.NonFatal
 
@@ -6,20 +6,22 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, Cast, CreateNamedSt
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.types.{ArrayType, DataType, StringType}
 
+import hivejoinopts.scan.KeySample
+
 /**
  * Skewed values of some join keys, as Catalyst values of the keys' types (NULL is never a
  * skewed value: NULL keys are handled on their own).
  *
  * @param keyIndexes which key pairs of the join the tuples give values for
  * @param values     one tuple per skewed key, in `keyIndexes` order
- * @param source     where they came from: hint, metadata or detection
+ * @param source     where they came from
  * @param rowShare   the share of the side's rows they hold, when known
  * @param numbers    what the source measured, for the decision log
  */
-final case class SkewedKeys(
+private[skew] final case class SkewedKeys(
     keyIndexes: Seq[Int],
     values: Seq[Seq[Any]],
-    source: String,
+    source: SkewSource,
     rowShare: Option[Double],
     numbers: Seq[(String, Any)]) {
 
@@ -38,8 +40,14 @@ final case class SkewedKeys(
   }
 }
 
+/** The skewed keys of one input, with the sample that found them (if one ran). */
+private[skew] final case class Found(
+    keys: Option[SkewedKeys],
+    sample: Option[KeySample],
+    notes: Seq[String])
+
 /** Turning SKEW hint parameters and metadata strings into skewed values, with clear errors. */
-object SkewValues {
+private[skew] object SkewValues {
 
   /**
    * The value tuples a hint or a property gives for `columns` columns: for one column, each

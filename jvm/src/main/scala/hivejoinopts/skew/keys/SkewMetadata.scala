@@ -1,4 +1,4 @@
-package hivejoinopts.skew
+package hivejoinopts.skew.keys
 
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
@@ -12,6 +12,8 @@ import org.apache.spark.sql.execution.datasources.LogicalRelation
 import org.apache.spark.sql.types.StringType
 
 import hivejoinopts.compat.SparkShims
+import hivejoinopts.rules.JoinKeys
+import hivejoinopts.scan.KeyColumn
 
 /**
  * Skewed keys declared in table metadata:
@@ -22,7 +24,7 @@ import hivejoinopts.compat.SparkShims
  *    `hiveJoinOpts.skewedColumns` ('c' or 'c1,c2') and `hiveJoinOpts.skewedValues` (the values
  *    in SQL literal syntax: '1, 2' for one column, "(1, 'a'), (2, 'b')" for several).
  */
-object SkewMetadata extends Logging {
+private[skew] object SkewMetadata extends Logging {
 
   val ColumnsProperty = "hiveJoinOpts.skewedColumns"
   val ValuesProperty = "hiveJoinOpts.skewedValues"
@@ -31,10 +33,36 @@ object SkewMetadata extends Logging {
   final case class Declared(columns: Seq[String], values: Seq[Seq[Expression]], where: String)
 
   /**
+   * The skewed keys the table under `input` declares on the input's keys: None when it declares
+   * none, or not on these keys; Left(problem) when the declaration is unusable. Only for a scan
+   * pipeline, whose keys trace back to the table's columns.
+   */
+  def keysOf(session: SparkSession, input: Input): Either[String, Option[SkewedKeys]] = {
+    val relation = JoinKeys.relationOf(input.readable)
+      .filter(_ => JoinKeys.isScanPipeline(input.readable))
+    relation.flatMap(r => of(session, r)) match {
+      case None => Right(None)
+      case Some(Left(problem)) => Left(problem)
+      case Some(Right((columns, values, where))) =>
+        val traced = input.keys.map(k => KeyColumn.traced(input.readable, k))
+        val indexes = columns.map(c => traced.indexWhere(_.references.toSeq.map(_.exprId) ==
+          Seq(c.exprId)))
+        if (indexes.contains(-1)) Right(None)
+        else {
+          val mapped = values.map(tuple => indexes.zip(tuple).map { case (i, v) =>
+            SkewValues.throughKey(traced(i), columns(indexes.indexOf(i)), v).orNull
+          }).filterNot(_.contains(null))
+          Right(Some(SkewedKeys(indexes, mapped, SkewSource.Metadata, None,
+            Seq("declaredBy" -> where))))
+        }
+    }
+  }
+
+  /**
    * The skewed columns and values `relation`'s table declares, matched to the relation's
    * attributes: None when it declares nothing, Left(problem) when the declaration is unusable.
    */
-  def of(session: SparkSession, relation: LeafNode): Option[Either[String, (Seq[Attribute],
+  private def of(session: SparkSession, relation: LeafNode): Option[Either[String, (Seq[Attribute],
       Seq[Seq[Any]], String)]] = {
     val table = relation match {
       case r: LogicalRelation => r.catalogTable

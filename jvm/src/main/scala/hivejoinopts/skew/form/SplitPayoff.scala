@@ -1,4 +1,4 @@
-package hivejoinopts.skew
+package hivejoinopts.skew.form
 
 /**
  * Whether a split on detected skewed keys is estimated to run faster than Spark's own plan.
@@ -56,7 +56,7 @@ private[skew] object SplitPayoff {
    * @param buckets        the salted form's buckets
    */
   def estimate(
-      form: String,
+      form: SplitForm,
       slots: Int,
       bBytes: Double,
       oBytes: Double,
@@ -71,8 +71,8 @@ private[skew] object SplitPayoff {
     val heavy = ShuffleCostPerByte * heaviestShare * bBytes
     val straggler = math.max(0.0, heavy - even)
     val extra = form match {
-      case "salted" => ShuffleCostPerByte * otherSkewBytes * (buckets - 1)
-      case _ =>
+      case SplitForm.Salted => ShuffleCostPerByte * otherSkewBytes * (buckets - 1)
+      case SplitForm.Union =>
         reread * bBytes + oBytes * (if (otherPreserved) 2 else 1) -
           ShuffleCostPerByte * skewShare * bBytes
     }

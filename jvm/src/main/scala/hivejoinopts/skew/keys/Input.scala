@@ -1,0 +1,65 @@
+package hivejoinopts.skew.keys
+
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
+import org.apache.spark.sql.internal.SQLConf
+
+/** A side of a join. */
+private[skew] sealed abstract class Side(val name: String) {
+  def other: Side
+  override def toString: String = name
+}
+private[skew] case object LeftSide extends Side("left") { def other: Side = RightSide }
+private[skew] case object RightSide extends Side("right") { def other: Side = LeftSide }
+
+private[skew] object Side {
+
+  /** The sides whose rows the join keeps when they match nothing. */
+  def preservedBy(t: JoinType): Seq[Side] = t match {
+    case LeftOuter | LeftAnti => Seq(LeftSide)
+    case RightOuter => Seq(RightSide)
+    case FullOuter => Seq(LeftSide, RightSide)
+    case _ => Nil
+  }
+
+  /**
+   * True when the other side is neither preserved by the join nor the side a semi/anti join
+   * returns: then it can be broadcast to the big side's tasks, and replicated per salt.
+   */
+  def otherCanBeCopied(t: JoinType, bSide: Side): Boolean = (t, bSide) match {
+    case (Inner, _) => true
+    case (LeftOuter | LeftSemi | LeftAnti, LeftSide) => true
+    case (RightOuter, RightSide) => true
+    case _ => false
+  }
+}
+
+/** What one side of the join looks like to the rule. */
+private[skew] final case class Input(side: Side, plan: LogicalPlan, keys: Seq[Expression]) {
+
+  lazy val bytes: BigInt = plan.stats.sizeInBytes
+
+  /** Spark gives a plan it cannot estimate `defaultSizeInBytes`. */
+  def sizeKnown: Boolean = bytes < SQLConf.get.defaultSizeInBytes
+
+  /**
+   * The plan as metadata and samples read it: a filter whose subqueries the rule split stands
+   * for its joins. It returns the same rows and, unlike them, is a scan pipeline.
+   */
+  lazy val readable: LogicalPlan = plan.transformDown {
+    case p if p.getTagValue(Input.SplitFilter).exists(_.output == p.output) =>
+      p.getTagValue(Input.SplitFilter).get
+  }
+}
+
+private[skew] object Input {
+
+  /**
+   * On the joins the rule made of a filter's subqueries and split: that filter. Set by
+   * [[hivejoinopts.skew.follow.SubqueryJoins]], read by [[Input.readable]], and cleared when
+   * the rule is done with a plan.
+   */
+  val SplitFilter: TreeNodeTag[Filter] = TreeNodeTag[Filter]("hiveJoinOpts.skewJoinSplit.filter")
+}
