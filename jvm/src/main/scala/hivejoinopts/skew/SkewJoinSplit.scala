@@ -82,7 +82,7 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
       case _ if !j.condition.forall(_.deterministic) =>
         decide[LogicalPlan](text)(decline("the join condition is not deterministic"))
       case JoinKeys(pairs, others) =>
-        follow(j, pairs, text).orElse(decide(text)(attempt(Candidate(j, pairs, others, text))))
+        follow(j, pairs, text).orElse(decide(text)(attempt(Candidate(j, pairs, others))))
       case _ =>
         decide[LogicalPlan](text)(decline("no equi-join keys"))
     }
@@ -234,7 +234,7 @@ object SkewJoinSplit {
 
   /**
    * A join the rule tries to split on skewed keys: its key pairs and the rest of its condition,
-   * its two inputs, its name in the decision log, and the numbers its decision reports so far.
+   * its two inputs, and the numbers its decision reports so far.
    */
   private final case class Candidate(
       join: Join,
@@ -242,17 +242,16 @@ object SkewJoinSplit {
       others: Seq[Expression],
       left: Input,
       right: Input,
-      text: String,
       numbers: Seq[(String, Any)]) {
 
     def input(side: Side): Input = if (side == LeftSide) left else right
   }
 
   private object Candidate {
-    def apply(j: Join, pairs: Seq[KeyPair], others: Seq[Expression], text: String): Candidate = {
+    def apply(j: Join, pairs: Seq[KeyPair], others: Seq[Expression]): Candidate = {
       val left = Input(LeftSide, j.left, pairs.map(_.left))
       val right = Input(RightSide, j.right, pairs.map(_.right))
-      Candidate(j, pairs, others, left, right, text,
+      Candidate(j, pairs, others, left, right,
         Seq("leftBytes" -> left.bytes, "rightBytes" -> right.bytes))
     }
   }
