@@ -90,32 +90,36 @@ setup_venv() {
   export PYSPARK_PYTHON="$VENV/bin/python" PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
 }
 
-# Builds one JAR per Spark line (a Maven profile each) when the pom or the main sources changed
-# since that line's last build, and puts exactly those JARs into the Python package.
+# Builds one JAR per Spark line (a Maven profile each), and beside it the benchmark's JAR, when
+# the pom or the main or bench sources changed since that line's last build, and puts exactly
+# those JARs into the Python package (the benchmark's under jars/bench).
 build_jars() {
   local hash profile dir jar wanted=()
-  hash=$( (cat jvm/pom.xml; find jvm/src/main -type f | LC_ALL=C sort | xargs cat) | sha256sum | cut -c1-40)
+  hash=$( (cat jvm/pom.xml; find jvm/src/main jvm/src/bench -type f | LC_ALL=C sort | xargs cat) \
+    | sha256sum | cut -c1-40)
   for profile in $(jar_profiles); do
     dir="jvm/target/${profile}"
-    jar=$(ls "$dir"/hive-join-opts-*.jar 2>/dev/null | grep -v -e sources -e tests | head -n1 || true)
+    jar=$(ls "$dir"/hive-join-opts-*.jar 2>/dev/null | grep -v -e sources -e tests -e bench | head -n1 || true)
     if [ -z "$jar" ] || [ "$(cat "$dir/.main-sources.sha" 2>/dev/null)" != "$hash" ]; then
       say "building the extension JAR for ${profile/-/ } with Maven"
       "${MVN[@]}" -q package -DskipTests "-P$profile"
       echo "$hash" > "$dir/.main-sources.sha"
-      jar=$(ls "$dir"/hive-join-opts-*.jar | grep -v -e sources -e tests | head -n1)
+      jar=$(ls "$dir"/hive-join-opts-*.jar | grep -v -e sources -e tests -e bench | head -n1)
     fi
-    wanted+=("$jar")
+    wanted+=("$jar" "${jar%.jar}-bench.jar")
   done
-  mkdir -p "$JAR_DIR"
-  for jar in "$JAR_DIR"/*.jar; do
+  mkdir -p "$JAR_DIR/bench"
+  for jar in "$JAR_DIR"/*.jar "$JAR_DIR"/bench/*.jar; do
     [ -e "$jar" ] || continue
     printf '%s\n' "${wanted[@]}" | grep -q "/$(basename "$jar")$" || rm -f "$jar"
   done
   # Copied beside and renamed over: a running Spark keeps reading the JAR it opened.
+  local target
   for jar in "${wanted[@]}"; do
-    if ! cmp -s "$jar" "$JAR_DIR/$(basename "$jar")"; then
-      cp "$jar" "$JAR_DIR/.$(basename "$jar").tmp"
-      mv -f "$JAR_DIR/.$(basename "$jar").tmp" "$JAR_DIR/$(basename "$jar")"
+    case "$jar" in *-bench.jar) target="$JAR_DIR/bench" ;; *) target="$JAR_DIR" ;; esac
+    if ! cmp -s "$jar" "$target/$(basename "$jar")"; then
+      cp "$jar" "$target/.$(basename "$jar").tmp"
+      mv -f "$target/.$(basename "$jar").tmp" "$target/$(basename "$jar")"
     fi
   done
 }
@@ -152,10 +156,12 @@ build_wheel() {
   "$VENV/bin/python" - "$wheel" "$(jar_profiles | wc -l)" <<'EOF'
 import sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
-jars = sorted(n for n in names if n.endswith(".jar"))
-if len(jars) != int(sys.argv[2]):
-    sys.exit(f"{sys.argv[1]} must hold one JAR per Spark line ({sys.argv[2]}), holds {jars}")
-print(f"{sys.argv[1]}: " + ", ".join(j.rsplit("/", 1)[-1] for j in jars))
+jars = sorted(n for n in names if n.endswith(".jar") and "/jars/bench/" not in n)
+bench = sorted(n for n in names if n.endswith(".jar") and "/jars/bench/" in n)
+if len(jars) != int(sys.argv[2]) or len(bench) != len(jars):
+    sys.exit(f"{sys.argv[1]} must hold one JAR per Spark line ({sys.argv[2]}) and its benchmark "
+             f"JAR, holds {jars} and {bench}")
+print(f"{sys.argv[1]}: " + ", ".join(j.rsplit("/", 1)[-1] for j in jars) + " (and their bench JARs)")
 EOF
 }
 

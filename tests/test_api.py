@@ -273,3 +273,10 @@ def test_import_fails_clearly_on_a_pyspark_without_a_build():
     assert "UnsupportedSparkError" in result.stderr
     assert "the installed pyspark is Spark 3.4.1" in result.stderr
     assert f"supports Spark {', '.join(hive_join_opts.supported_lines())}" in result.stderr
+
+
+def test_the_benchmark_classes_ship_in_a_jar_of_their_own():
+    for line, jar in _jar.jars_by_line().items():
+        assert not [n for n in zipfile.ZipFile(jar).namelist() if n.startswith("hivejoinopts/bench/")]
+        bench = _jar.bench_jar_path(line)
+        assert "hivejoinopts/bench/BenchRunner.class" in zipfile.ZipFile(bench).namelist()

@@ -114,6 +114,17 @@ def build_info(jar: str | None = None) -> dict[str, str]:
     return dict(_read_build_info(path, Path(path).stat().st_mtime))
 
 
+def bench_jar_path(spark_version: str | None = None) -> str:
+    """The benchmark's JAR for Spark `spark_version` (by default the installed pyspark's): the
+    JVM side of `hive-join-opts bench`, kept out of the extension's JAR."""
+    jar = Path(jar_path(spark_version))
+    bench = jar.parent / "bench" / f"{jar.stem}-bench.jar"
+    if not bench.exists():
+        raise JarNotFoundError(f"The benchmark's JAR {bench} is missing. In a source checkout run "
+                               "'./build.sh jar'; otherwise reinstall the hive-join-opts wheel.")
+    return str(bench)
+
+
 def read_resource(name: str) -> str:
     """A text resource of the JAR for the installed pyspark (any JAR of the package when that
     pyspark has none: every JAR is built from the same sources)."""

@@ -184,12 +184,13 @@ def local_session(
     app_name: str = "hive-join-opts",
     master: str = "local[2]",
     fixed_heap: bool = False,
+    bench: bool = False,
     **flags: Any,
 ):
     """A local session with the extension loaded, bound to loopback and quiet: what the demo,
     the benchmark and `explain` on the command line use. With `fixed_heap` the JVM's heap starts
     at its maximum size and keeps it, so that timed runs do not pay for growing it again after
-    a garbage collection shrank it."""
+    a garbage collection shrank it. With `bench` the driver also gets the benchmark's JAR."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -210,8 +211,11 @@ def local_session(
     # HIVE_JOIN_OPTS_LOG4J2 names another file.
     log4j = os.environ.get("HIVE_JOIN_OPTS_LOG4J2") or str(Path(__file__).with_name("log4j2.properties"))
     java_options.append(f"-Dlog4j2.configurationFile=file:{log4j}")
-    if java_options:
-        builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
+    builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
+    if bench:
+        from ._jar import bench_jar_path
+
+        builder = builder.config("spark.jars", bench_jar_path())
     spark = configure(builder, **flags).getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("HIVE_JOIN_OPTS_LOG_LEVEL", "WARN"))
     return spark

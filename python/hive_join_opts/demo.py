@@ -215,7 +215,7 @@ def summary_table(shown: list[Shown]) -> str:
 
 
 def run_demo(scale: float = 1.0, runs: int = 2) -> int:
-    spark = local_session("hive-join-opts demo", fixed_heap=True)
+    spark = local_session("hive-join-opts demo", fixed_heap=True, bench=True)
     bench = Bench(spark)
     print(textwrap.fill(
         f"hive-join-opts demo on Spark {spark.version}, {spark.sparkContext.master}, "

@@ -60,7 +60,7 @@ def run_scenarios(args) -> int:
     from .._session import local_session
     from .runner import Bench, prepare
 
-    spark = local_session("hive-join-opts bench", fixed_heap=True)
+    spark = local_session("hive-join-opts bench", fixed_heap=True, bench=True)
     bench = Bench(spark, args.scale)
     results = []
     # Each scenario: the row comparison, then its warm-up and timed rounds.
@@ -115,7 +115,7 @@ def run_suite(args) -> int:
     folder = suite.data_folder(name, args.scale, preset)
     from .._session import local_session
 
-    spark = local_session(f"hive-join-opts bench --suite {name}", fixed_heap=True)
+    spark = local_session(f"hive-join-opts bench --suite {name}", fixed_heap=True, bench=True)
     spark.conf.set("spark.sql.shuffle.partitions", suite.SHUFFLE_PARTITIONS)
     tpc.register(spark, suite.SUITES[name], folder)
     suite_run = suite.SuiteRun(spark, queries)
