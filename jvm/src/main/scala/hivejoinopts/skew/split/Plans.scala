@@ -13,7 +13,7 @@ import hivejoinopts.skew.keys.{LeftSide, Side}
 private[skew] object Plans {
 
   /** Joins the rule built; never rewritten again. */
-  val Done: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.skewJoinSplit.done")
+  private val Done: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.skewJoinSplit.done")
 
   def done(j: Join): Join = {
     j.setTagValue(Done, ())
