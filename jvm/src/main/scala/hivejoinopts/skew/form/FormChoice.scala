@@ -3,8 +3,8 @@ package hivejoinopts.skew.form
 import scala.util.Try
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Expression, SubqueryExpression}
-import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, Expression, SubqueryExpression}
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Join, LogicalPlan, Project, Window}
 import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.internal.SQLConf
@@ -179,7 +179,24 @@ private[skew] object FormChoice {
       Some(s"an input is not deterministic, so $reader cannot read it twice")
     } else if (plan.exists(_.expressions.exists(SubqueryExpression.hasCorrelatedSubquery))) {
       Some(s"an input holds a correlated subquery, which $reader cannot read twice")
+    } else if (plan.exists(outputsAliasOfOwnColumn)) {
+      // In a union's later branch Spark's RemoveRedundantAliases strips such an alias, which
+      // leaves the column twice in the branch's output; Spark 4.1 and newer then find the union
+      // unresolved and fail the query.
+      Some(s"an input outputs a column and an alias of it under the same name, which $reader " +
+        "would put in a later branch of a union, where Spark's alias removal leaves the column " +
+        "twice")
     } else None
+
+  private def outputsAliasOfOwnColumn(node: LogicalPlan): Boolean = node match {
+    case _: Project | _: Aggregate | _: Window =>
+      val output = node.outputSet
+      node.expressions.exists {
+        case Alias(a: Attribute, name) => name == a.name && output.contains(a)
+        case _ => false
+      }
+    case _ => false
+  }
 
   /** True when filters on `keys` could reach an ORC scan under `plan` that orders them otherwise. */
   private def reachesOrcStrings(plan: LogicalPlan, keys: Seq[Expression]): Boolean =
