@@ -41,6 +41,8 @@ def _thresholds_at(scale: float) -> dict[str, str]:
         "spark.sql.adaptive.coalescePartitions.minPartitionSize": str(partition // 5),
         "spark.sql.autoBroadcastJoinThreshold": str(int(10 * MB * scale)),
         SPLIT + "detection.minInputBytes": str(int(32 * MB * scale)),
+        # The rule weighs a split against the slots that run the stage: the cluster's 64.
+        SPLIT + "taskSlots": "64",
     }
 
 

@@ -116,7 +116,9 @@ class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
         "spark.sql.autoBroadcastJoinThreshold" -> "-1",
         HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_INPUT_BYTES.key -> "0",
         HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_ROWS.key -> "5",
-        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.1") {
+        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.1",
+        // A cluster's slots, where the split pays off.
+        HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "64") {
       val others = withConf(HiveJoinOptsConf.PRUNE_REPEATED_IN_SUBQUERY.key -> "false") {
         decisionsOf(spark.sql(sql)).filter(_.fired).map(_.rule)
       }
