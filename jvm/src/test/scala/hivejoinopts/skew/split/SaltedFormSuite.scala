@@ -2,23 +2,17 @@ package hivejoinopts.skew.split
 
 import org.apache.spark.sql.catalyst.dsl.expressions._
 import org.apache.spark.sql.catalyst.expressions.{Alias, AttributeReference, Coalesce, Explode, Expression, If, Literal, Murmur3Hash, Pmod}
-import org.apache.spark.sql.catalyst.plans.{Inner, LeftOuter, PlanTest}
-import org.apache.spark.sql.catalyst.plans.logical.{Generate, Join, JoinHint, LocalRelation, Project}
+import org.apache.spark.sql.catalyst.plans.{Inner, LeftOuter}
+import org.apache.spark.sql.catalyst.plans.logical.{Generate, Join, JoinHint, Project}
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.types.{ArrayType, IntegerType}
 
-import hivejoinopts.rules.KeyPair
-import hivejoinopts.skew.keys.{LeftSide, SkewSource, SkewedKeys}
+import hivejoinopts.skew.keys.{LeftSide, SkewSource}
 
 /** The salted form's plan, built from plain values: no session, no statistics. */
-class SaltedFormSuite extends PlanTest {
+class SaltedFormSuite extends SplitPlanTest {
 
-  private val big = LocalRelation($"k".int, $"v".int)
-  private val other = LocalRelation($"ok".int, $"w".int)
-  private val k = big.output.head
-  private val ok = other.output.head
-  private val pairs = Seq(KeyPair(k, ok, nullSafe = false))
-  private val seven = SkewedKeys(Seq(0), Seq(Seq(7)), SkewSource.Metadata, None, Nil)
+  private val seven = skewedSeven(SkewSource.Metadata)
 
   private def salted(spread: Expression, buckets: Int): (Alias, Generate, AttributeReference) = {
     val bSalt = Alias(If(spread, Pmod(new Murmur3Hash(big.output), Literal(buckets)), Literal(0)),

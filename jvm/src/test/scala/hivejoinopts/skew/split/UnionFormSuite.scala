@@ -2,22 +2,16 @@ package hivejoinopts.skew.split
 
 import org.apache.spark.sql.catalyst.dsl.expressions._
 import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, Literal}
-import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, PlanTest, RightOuter}
+import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, BROADCAST, Filter, HintInfo, Join, JoinHint, LocalRelation, LogicalPlan, Project, Union}
 import org.apache.spark.sql.types.IntegerType
 
-import hivejoinopts.rules.KeyPair
 import hivejoinopts.skew.keys.{LeftSide, RightSide, SkewSource, SkewedKeys}
 
 /** The union form's plans, built from plain values: no session, no statistics, no files. */
-class UnionFormSuite extends PlanTest {
+class UnionFormSuite extends SplitPlanTest {
 
-  private val big = LocalRelation($"k".int, $"v".int)
-  private val other = LocalRelation($"ok".int, $"w".int)
-  private val k = big.output.head
-  private val ok = other.output.head
-  private val pairs = Seq(KeyPair(k, ok, nullSafe = false))
-  private val seven = SkewedKeys(Seq(0), Seq(Seq(7)), SkewSource.Hint, None, Nil)
+  private val seven = skewedSeven(SkewSource.Hint)
 
   private def join(t: JoinType): Join = Join(big, other, t, Some(k === ok), JoinHint.NONE)
 

@@ -1,0 +1,176 @@
+package hivejoinopts.mapjoinpruning
+
+import scala.collection.mutable
+import scala.util.Try
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, IsNotNull, PredicateHelper}
+import org.apache.spark.sql.catalyst.plans.logical.{CTERelationRef, Filter, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.trees.TreePattern.OUTER_REFERENCE
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.internal.SQLConf
+
+import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.rules.FileRelation
+import hivejoinopts.scan.RowGroupOverlap
+
+/** The rule's settings, read once per plan. */
+private[mapjoinpruning] final case class PruningSettings(
+    maxBytes: Long,
+    maxRows: Int,
+    minBigBytes: Long,
+    maxInValues: Int,
+    timeoutMs: Long,
+    sampleFiles: Int,
+    maxOverlap: Double,
+    skipFilesMaxFiles: Int)
+
+private[mapjoinpruning] object PruningSettings {
+  def apply(conf: SQLConf): PruningSettings = PruningSettings(
+    HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES(conf),
+    HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS(conf),
+    HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES(conf),
+    HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_IN_VALUES(conf),
+    HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS(conf),
+    HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES(conf),
+    HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_ROW_GROUP_OVERLAP(conf),
+    HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES(conf))
+}
+
+/** The side to prune (`big`) with the side whose values prune it (`small`). */
+private[mapjoinpruning] case class Orientation(
+    sideName: String,
+    big: LogicalPlan,
+    small: LogicalPlan,
+    keys: Seq[TracedKey],
+    smallBytes: BigInt,
+    bigBytes: BigInt,
+    notPushed: Seq[String])
+
+/** A join key on the big side and the small side, with the scans it reaches. */
+private[mapjoinpruning] case class TracedKey(
+    bigKey: Expression,
+    smallKey: Expression,
+    targets: Seq[Target]) {
+  def name: String = bigKey.sql
+}
+
+/**
+ * Which side of a join [[JoinKeyValuePushdown]] may prune with the other's values, decided before
+ * anything runs: the keys must reach Parquet/ORC scans (in some order, for Parquet data columns),
+ * the small side must be evaluable on its own and within its bounds (statistics, else footers),
+ * and the scans to prune big enough. Footers and overlaps read once serve the whole plan.
+ */
+private[mapjoinpruning] final class PruningSides(
+    session: SparkSession,
+    settings: PruningSettings,
+    deadline: Long) extends PredicateHelper {
+  import settings._
+
+  private val overlaps = mutable.HashMap.empty[(LogicalPlan, String), Option[String]]
+  private val footerRowsOf = mutable.HashMap.empty[LogicalPlan, Option[Long]]
+
+  /** Checks the side to prune and the side with the values before anything runs. */
+  def orientation(
+      sideName: String,
+      big: LogicalPlan,
+      small: LogicalPlan,
+      keys: Seq[(Expression, Expression)]): Either[String, Orientation] = {
+    val traced = keys.map { case (bigKey, smallKey) =>
+      val walk = if (ValueSetPushdown.supportedType(bigKey.dataType)) {
+        ValueSetPushdown.walk(big, bigKey, _ => None)
+      } else {
+        Walk(big, Nil, Seq(s"the key ${bigKey.sql} has type ${bigKey.dataType.sql}, " +
+          "which the rule does not push"))
+      }
+      val (unordered, targets) = walk.targets.map(t => t -> unorderedParquet(t))
+        .partition(_._2.isDefined)
+      (TracedKey(bigKey, smallKey, targets.map(_._1)), walk.blocked ++ unordered.flatMap(_._2))
+    }
+    val usable = traced.map(_._1).filter(_.targets.nonEmpty)
+    lazy val smallStats = Try(small.stats).toOption
+    lazy val bigBytes = usable.flatMap(_.targets).map(_.scan).distinct
+      .map(s => Try(s.stats.sizeInBytes).getOrElse(BigInt(0))).sum
+    lazy val unsuitable = unsuitableSmallSide(small)
+    if (usable.isEmpty) {
+      Left(s"$sideName side: " + traced.flatMap(_._2).distinct.mkString(", "))
+    } else if (unsuitable.isDefined) {
+      Left(s"$sideName side: the other side ${unsuitable.get}")
+    } else if (smallStats.isEmpty || smallStats.get.sizeInBytes > maxBytes) {
+      Left(s"$sideName side: the other side is estimated at " +
+        s"${smallStats.map(_.sizeInBytes.toString).getOrElse("unknown")} bytes, over " +
+        s"$maxBytes (smallSide.maxBytes)")
+    } else if (smallStats.get.rowCount.exists(_ > maxRows)) {
+      Left(s"$sideName side: the other side is estimated at ${smallStats.get.rowCount.get} " +
+        s"rows, over $maxRows (smallSide.maxRows)")
+    } else if (footerRows(small).exists(_ > maxRows)) {
+      // Without statistics a projection of a big table looks small: its footers tell.
+      Left(s"$sideName side: the other side reads at least ${footerRows(small).get} rows of " +
+        s"its Parquet files (their footers), over $maxRows (smallSide.maxRows)")
+    } else if (bigBytes < minBigBytes) {
+      Left(s"$sideName side: the scans to prune are estimated at $bigBytes bytes, under " +
+        s"$minBigBytes (bigSide.minBytes)")
+    } else if (bigBytes <= smallStats.get.sizeInBytes) {
+      Left(s"$sideName side: the scans to prune ($bigBytes bytes) are not bigger than the " +
+        s"other side (${smallStats.get.sizeInBytes} bytes)")
+    } else {
+      Right(Orientation(sideName, big, small, usable, smallStats.get.sizeInBytes, bigBytes,
+        traced.flatMap(_._2).distinct))
+    }
+  }
+
+  /**
+   * Why a Parquet data column should not get pushed values, if its sampled row groups overlap
+   * too much for any to be skipped ([[RowGroupOverlap]]).
+   */
+  private def unorderedParquet(t: Target): Option[String] = (t.use, t.scan) match {
+    case (ScanUse.PushedFilter("Parquet"), l @ FileRelation(fs))
+        if sampleFiles > 0 && maxOverlap < 1 =>
+      overlaps.getOrElseUpdate((l, t.column.name.toLowerCase),
+        RowGroupOverlap.of(session, fs, t.column.name, sampleFiles, deadline).collect {
+          case o if o.share > maxOverlap =>
+            f"${t.table}.${t.column.name} is in no order: its row groups each overlap " +
+              f"${o.share * 100}%.0f%% of the others (${o.rowGroups} row groups of ${o.files} " +
+              "files sampled; bigSide.maxRowGroupOverlap)"
+        })
+    case _ => None
+  }
+
+  /**
+   * At least how many rows `small` has when it is a Parquet table, projected and filtered at
+   * most by `IS NOT NULL` (which Spark infers on join keys): from its footers, known before
+   * anything runs. None for any other side.
+   */
+  private def footerRows(small: LogicalPlan): Option[Long] =
+    footerRowsOf.getOrElseUpdate(small.canonicalized, {
+      def notNullOnly(p: LogicalPlan, notNull: Seq[String]): Option[Long] = p match {
+        case Project(_, child) => notNullOnly(child, notNull)
+        case Filter(cond, child) =>
+          val columns = splitConjunctivePredicates(cond).map {
+            case IsNotNull(a: Attribute) => Some(a.name)
+            case _ => None
+          }
+          if (columns.forall(_.isDefined)) notNullOnly(child, notNull ++ columns.flatten) else None
+        case l @ FileRelation(fs) if fs.fileFormat.isInstanceOf[ParquetFileFormat] &&
+            skipFilesMaxFiles > 0 && notNull.forall(c => l.output.exists(_.name == c)) =>
+          RowGroupOverlap.rowsAtLeast(session, fs, notNull.distinct, skipFilesMaxFiles, deadline)
+        case _ => None
+      }
+      notNullOnly(small, Nil)
+    })
+
+  /** Why `small` cannot be evaluated on its own while planning, if it cannot. */
+  private def unsuitableSmallSide(small: LogicalPlan): Option[String] = {
+    if (small.isStreaming) {
+      Some("is a stream")
+    } else if (small.exists(_.expressions.exists(!_.deterministic))) {
+      Some("is not deterministic")
+    } else if (small.exists(_.expressions.exists(_.containsPattern(OUTER_REFERENCE)))) {
+      Some("refers to an outer query")
+    } else if (small.exists(_.isInstanceOf[CTERelationRef])) {
+      Some("reads a common table expression")
+    } else {
+      None
+    }
+  }
+}
