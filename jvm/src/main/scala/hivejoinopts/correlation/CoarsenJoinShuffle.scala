@@ -118,8 +118,18 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
           exprs.zip(keys).forall { case (x, y) => x.semanticEquals(y) } =>
       val coarse = HashPartitioning(positions.map(keys), n)
       if (partitionedOn(c.outputPartitioning, coarse.expressions, n)) Some(c)
-      else Some(e.copy(outputPartitioning = coarse))
+      else Some(withPartitioning(e, coarse))
     case _ => None
+  }
+
+  /**
+   * The exchange with another partitioning. Not `copy`: its parameter list grows between Spark
+   * lines (4.3 adds one), and a JAR built for one line also runs on the next.
+   */
+  private def withPartitioning(e: ShuffleExchangeExec, p: Partitioning): SparkPlan = {
+    val args = e.productIterator.map(_.asInstanceOf[AnyRef]).toArray
+    args(0) = p
+    e.makeCopy(args)
   }
 
   private def partitionedOn(p: Partitioning, keys: Seq[Expression], n: Int): Boolean = p match {

@@ -48,7 +48,9 @@ abstract class HiveJoinOptsRule[T <: TreeNode[T]] extends Rule[T] with Logging {
     if (!HiveJoinOptsConf.ruleEnabled(conf, family, flag)) return plan
     try rewrite(plan) catch {
       case e: HiveJoinOptsAnalysisException => throw e
-      case NonFatal(e) =>
+      // A LinkageError too: a JAR built for one Spark line also runs on the next (4.3 on the
+      // 4.2 JAR), where a Spark method it calls may have changed.
+      case e if NonFatal(e) || e.isInstanceOf[LinkageError] =>
         logWarning(s"hive-join-opts rule $name failed; the query keeps its unrewritten plan", e)
         DecisionLog.record(session, Decision(name, plan.nodeName, Outcome.Failed,
           s"${e.getClass.getSimpleName}: ${e.getMessage}", Nil))
