@@ -1,8 +1,9 @@
 """The check of one Spark line, run on every line the release supports (`./build.sh test` runs
 these tests, the TPC-H equality net and the wheel check in a virtual environment per line, with
 that line's pyspark from PyPI): the JAR for the running Spark loads, each rule family fires on a
-small query with the same rows on and off, explain() and the decision log work, and the
-extension loads through enable_hive_join_opts() and spark-submit as well as configure()."""
+small query with the same rows on and off, every Spark method the JAR calls exists in the running
+Spark, explain() and the decision log work, and the extension loads through
+enable_hive_join_opts() and spark-submit as well as configure()."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from chispa import assert_df_equality
 import hive_join_opts
 from hive_join_opts._jar import spark_line
 
+import linkage
 from conftest import run_python, spark_conf
 
 pytestmark = pytest.mark.line
@@ -90,6 +92,15 @@ def test_the_jar_is_the_one_for_this_spark_line(spark):
     assert line in list(spark._jvm.hivejoinopts.HiveJoinOpts.sparkLines())
     assert spark._jvm.hivejoinopts.HiveJoinOpts.isActive(spark._jsparkSession)
     assert hive_join_opts.jar_path(line) == hive_join_opts.jar_path()
+
+
+def test_every_spark_member_the_jar_calls_exists_in_this_spark():
+    # A changed Spark signature otherwise shows only when a query reaches the call (Spark 4.3
+    # runs the 4.2 JAR; ShuffleExchangeExec.copy gained a parameter in 4.3).
+    references = linkage.spark_references(Path(hive_join_opts.jar_path()))
+    assert len(references) > 100, f"read only {len(references)} Spark references from the JAR"
+    classpath = str(Path(pyspark.__file__).parent / "jars" / "*")
+    assert linkage.missing_in(references, classpath) == []
 
 
 ENABLE_ON_A_RUNNING_SESSION = textwrap.dedent("""
