@@ -218,6 +218,14 @@ object HiveJoinOptsConf {
       "be skipped and the pushed filter only costs time. 1 always pushes.",
     V010, default = 0.5, v => v >= 0 && v <= 1, "Must be a share between 0 and 1."))
 
+  val MAP_JOIN_PRUNING_MIN_SKIPPED_ROW_SHARE: Flag[Double] = flag(Flag.double(
+    PREFIX + "mapJoinPruning.bigSide.minSkippedRowShare",
+    "Once the small side's values are known, a Parquet column gets them only when the " +
+      "statistics of its sampled row groups (bigSide.sampleFiles) rule out at least this " +
+      "share of their rows; where every pruned column rules out less, the join keeps its " +
+      "plan: the filter would cost more than the rows it skips. 0 always pushes.",
+    V010, default = 0.05, v => v >= 0 && v <= 1, "Must be a share between 0 and 1."))
+
   val MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES: Flag[Int] = flag(Flag.int(
     PREFIX + "mapJoinPruning.bigSide.skipFiles.maxFiles",
     "When a non-partition column of a Parquet table gets pushed values, the footers of its " +

@@ -79,6 +79,10 @@ import hivejoinopts.scan.{ParquetFileSkipping, RowGroupOverlap}
  *  - the column is a Parquet data column whose sampled row groups are in no order on it
  *    (`bigSide.sampleFiles`, `bigSide.maxRowGroupOverlap`, [[RowGroupOverlap]]): no row group
  *    could be skipped, and the pushed filter would only cost the reader time;
+ *  - once the small side is evaluated, its values rule out less than
+ *    `bigSide.minSkippedRowShare` of the rows of the sampled row groups of every Parquet data
+ *    column they would go to (values spread over the whole column, as TPC-H q20's part keys
+ *    over `partsupp`);
  *  - the small side is non-deterministic, streaming, correlated to an outer query or a CTE
  *    reference, is estimated over `smallSide.maxBytes` or turns out over its bounds, fails, or
  *    takes longer than the time left; the pruned scans are estimated under `bigSide.minBytes`.
@@ -206,6 +210,8 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
       val pushed = for {
         side <- result.left.map(_ -> Seq("estimatedSmallSideBytes" -> o.smallBytes))
         values <- keyValues(o, side).left.map(_ -> Seq("smallSideRows" -> side.rows.size))
+        _ <- worthPushing(o, side, values).toLeft(()).left.map(_ ->
+          Seq("smallSideRows" -> side.rows.size, "evaluationMs" -> side.millis))
       } yield applyValues(candidate, o, side, values, reused)
       pushed match {
         case Left((why, numbers)) =>
@@ -239,6 +245,17 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
         }
       case _ => t.scan
     }
+
+    /** Why the values are not worth pushing ([[PruningSides.skipsTooLittle]]); an empty small
+     * side always is: Spark then drops the join. */
+    private def worthPushing(
+        o: Orientation,
+        side: SmallSideRows,
+        values: Seq[Seq[Any]]): Option[String] =
+      if (side.rows.isEmpty) None
+      else sides.skipsTooLittle(o.keys.zip(values).flatMap { case (k, v) =>
+        k.targets.map(t => t -> ValueSetPushdown.columnValues(t, v))
+      })
 
     /** Each key's distinct non-NULL values over the small side's rows. */
     private def keyValues(o: Orientation, side: SmallSideRows): Either[String, Seq[Seq[Any]]] =

@@ -13,6 +13,7 @@ import org.apache.spark.sql.internal.SQLConf
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.rules.FileRelation
 import hivejoinopts.scan.RowGroupOverlap
+import hivejoinopts.scan.ParquetFileSkipping.Kept
 
 /** The rule's settings, read once per plan. */
 private[mapjoinpruning] final case class PruningSettings(
@@ -23,6 +24,7 @@ private[mapjoinpruning] final case class PruningSettings(
     timeoutMs: Long,
     sampleFiles: Int,
     maxOverlap: Double,
+    minSkippedRowShare: Double,
     skipFilesMaxFiles: Int)
 
 private[mapjoinpruning] object PruningSettings {
@@ -34,6 +36,7 @@ private[mapjoinpruning] object PruningSettings {
     HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS(conf),
     HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES(conf),
     HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_ROW_GROUP_OVERLAP(conf),
+    HiveJoinOptsConf.MAP_JOIN_PRUNING_MIN_SKIPPED_ROW_SHARE(conf),
     HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES(conf))
 }
 
@@ -133,6 +136,37 @@ private[mapjoinpruning] final class PruningSides(
               f"${o.share * 100}%.0f%% of the others (${o.rowGroups} row groups of ${o.files} " +
               "files sampled; bigSide.maxRowGroupOverlap)"
         })
+    case _ => None
+  }
+
+  /**
+   * Why the small side's values would not pay for their filters: every scan they reach is a
+   * Parquet data column whose sampled row groups' statistics rule out less than
+   * `bigSide.minSkippedRowShare` of their rows (TPC-H q20's part keys span all of `partsupp`).
+   * None where any scan gains more, or its footers do not tell.
+   */
+  def skipsTooLittle(targetValues: Seq[(Target, Seq[Any])]): Option[String] = {
+    val skipped = targetValues.map { case (t, values) => t -> rowShareSkipped(t, values) }
+    if (minSkippedRowShare <= 0 || skipped.isEmpty ||
+        skipped.exists(_._2.forall(_ >= minSkippedRowShare))) {
+      None
+    } else {
+      Some(skipped.map { case (t, share) =>
+        f"${t.table}.${t.column.name}'s values rule out ${share.get * 100}%.1f%% of the rows"
+      }.distinct.mkString(", ") + s" of its sampled row groups (up to $sampleFiles files), " +
+        s"under $minSkippedRowShare (bigSide.minSkippedRowShare): the filter would cost more " +
+        "than it skips")
+    }
+  }
+
+  /** The share of a Parquet data column's sampled rows that `values` rule out, by footers. */
+  private def rowShareSkipped(t: Target, values: Seq[Any]): Option[Double] = (t.use, t.scan) match {
+    case (ScanUse.PushedFilter("Parquet"), FileRelation(fs)) if values.nonEmpty && sampleFiles > 0 =>
+      // The filter ValueSetPushdown.predicate builds: the set, or its range alone.
+      val kept = if (values.size <= maxInValues) Kept.OneOf(values)
+        else Kept.Between(values.head, values.last)
+      RowGroupOverlap.rowShareMayHold(session, fs, t.column.name, t.column.dataType, kept,
+        sampleFiles, deadline).map(1 - _)
     case _ => None
   }
 

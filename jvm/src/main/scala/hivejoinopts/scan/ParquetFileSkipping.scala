@@ -138,28 +138,32 @@ private[hivejoinopts] object ParquetFileSkipping {
 
   private def shortName(flag: Flag[_]): String = flag.key.stripPrefix(HiveJoinOptsConf.PREFIX)
 
+  /** True when no row group of the column can hold a row `kept` keeps. */
+  private def holdsNone(c: ColumnChunks, columnType: DataType, kept: Kept): Boolean =
+    c.rowGroups.forall(rg => !mayHold(rg, order(c, columnType), kept))
+
   /**
-   * True when no row group of the column can hold a row `kept` keeps. NULLs are judged by the
-   * row group's NULL count, values by its [min, max] where the column's type compares exactly.
+   * False when the row group cannot hold a row `kept` keeps. NULLs are judged by its NULL count,
+   * values by its [min, max] where `cmp` (the column's [[order]]) compares them exactly.
    */
-  private def holdsNone(c: ColumnChunks, columnType: DataType, kept: Kept): Boolean = {
-    val cmp = order(c, columnType)
+  private[scan] def mayHold(rg: RowGroupStats, cmp: Option[(Any, Any) => Int], kept: Kept)
+      : Boolean = {
     def within(v: Any, min: Any, max: Any) = cmp.exists(o => o(min, v) <= 0 && o(max, v) >= 0)
-    def outside(rg: RowGroupStats)(test: (Any, Any) => Boolean) =
+    def outside(test: (Any, Any) => Boolean) =
       cmp.isDefined && rg.range.exists { case (min, max) => test(min, max) }
-    c.rowGroups.forall(rg => rg.rows == 0 || (kept match {
+    rg.rows > 0 && !(kept match {
       case Kept.Between(lo, hi) =>
-        outside(rg)((min, max) => cmp.get(max, lo) < 0 || cmp.get(min, hi) > 0)
+        outside((min, max) => cmp.get(max, lo) < 0 || cmp.get(min, hi) > 0)
       case Kept.OneOf(values) =>
-        outside(rg)((min, max) => !values.exists(within(_, min, max)))
+        outside((min, max) => !values.exists(within(_, min, max)))
       case Kept.NoneOf(values, withNulls) =>
         // Every value is NULL, or one listed value. Statistics are compared with each other by
         // equality: the order compares a statistic with a value of the column's type.
         val onlyListed = rg.nulls.contains(rg.rows) ||
-          outside(rg)((min, max) => min == max && values.exists(within(_, min, max)))
+          outside((min, max) => min == max && values.exists(within(_, min, max)))
         onlyListed && (!withNulls || rg.nulls.contains(0L))
       case Kept.Null => rg.nulls.contains(0L)
-    }))
+    })
   }
 
   /**

@@ -59,8 +59,8 @@ private[hivejoinopts] object RowGroupOverlap {
 
   /**
    * The share of rows, in up to `maxFiles` of the relation's files, in row groups whose
-   * statistics of `column` may hold one of `values` (values of `columnType`): what a filter on
-   * those values reads of the relation. None when the footers do not tell (no statistics, or a
+   * statistics of `column` may hold a row `kept` keeps (values of `columnType`): what a filter
+   * keeping them reads of the relation. None when the footers do not tell (no statistics, or a
    * type whose statistics are not compared exactly).
    */
   def rowShareMayHold(
@@ -68,16 +68,14 @@ private[hivejoinopts] object RowGroupOverlap {
       relation: HadoopFsRelation,
       column: String,
       columnType: DataType,
-      values: Seq[Any],
+      kept: ParquetFileSkipping.Kept,
       maxFiles: Int,
       deadlineNanos: Long): Option[Double] = {
     val (_, chunks) = sampledChunks(session, relation, column, maxFiles, deadlineNanos)
     val counts = chunks.map(_.flatMap { c =>
       ParquetFileSkipping.order(c, columnType).filter(_ =>
         c.rowGroups.forall(g => g.rows == 0 || g.range.nonEmpty)).map { cmp =>
-        val holding = c.rowGroups.filter(_.range.exists { case (min, max) =>
-          values.exists(v => cmp(min, v) <= 0 && cmp(max, v) >= 0)
-        })
+        val holding = c.rowGroups.filter(ParquetFileSkipping.mayHold(_, Some(cmp), kept))
         (holding.map(_.rows).sum, c.rowGroups.map(_.rows).sum)
       }
     })

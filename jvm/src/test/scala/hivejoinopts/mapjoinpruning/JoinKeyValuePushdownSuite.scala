@@ -125,6 +125,27 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
     }
   }
 
+  test("Parquet: values whose range covers every row group are not pushed") {
+    // Eleven keys, 0 and 99 among them: over maxInValues, so only their range [0, 99] would be
+    // pushed, and it rules out no row group of the sorted table.
+    val query = "SELECT count(*), sum(v) FROM fact JOIN dim ON fact.k = dim.k " +
+      "WHERE dim.c = 9 OR dim.k = 0"
+    withStar() {
+      withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_IN_VALUES.key -> "5") {
+        val Seq(d) = ruleDecisions(sql(query))
+        assert(!d.fired, d)
+        assert(d.reason.contains("fact.k's values rule out 0.0% of the rows"), d)
+        assert(d.reason.contains("bigSide.minSkippedRowShare"), d)
+        val (off, on) = offAndOn(sql(query))
+        assert(pushed(scanOf(on, "fact")) == pushed(scanOf(off, "fact")))
+        withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_MIN_SKIPPED_ROW_SHARE.key -> "0") {
+          assert(ruleDecisions(sql(query)).exists(_.fired))
+          checkSameAnswer(sql(query))
+        }
+      }
+    }
+  }
+
   test("ORC: the keys become pushed filters that skip stripes and row groups") {
     withStar(format = "orc") {
       val (off, on) = offAndOn(sql(rangeQuery))

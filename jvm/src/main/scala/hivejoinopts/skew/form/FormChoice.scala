@@ -11,7 +11,7 @@ import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf._
 import hivejoinopts.rules.{FileRelation, JoinKeys}
-import hivejoinopts.scan.{KeyColumn, KeySample, KeySampler, Narrowing, OrcStringStatistics, RowGroupOverlap}
+import hivejoinopts.scan.{KeyColumn, KeySample, KeySampler, Narrowing, OrcStringStatistics, ParquetFileSkipping, RowGroupOverlap}
 import hivejoinopts.skew.keys.{Input, LeftSide, Side, SkewedKeys}
 
 /**
@@ -104,7 +104,8 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
         case Some((FileRelation(fs), a))
             if fs.fileFormat.isInstanceOf[ParquetFileFormat] && fs.partitionSchema.isEmpty =>
           val values = Narrowing.toColumn(skew.values.map(_.head), b.keys(i).dataType, a.dataType)
-          RowGroupOverlap.rowShareMayHold(session, fs, a.name, a.dataType, values,
+          RowGroupOverlap.rowShareMayHold(session, fs, a.name, a.dataType,
+            ParquetFileSkipping.Kept.OneOf(values),
             RereadSampleFiles, footerDeadline(conf))
         case _ => None
       }
