@@ -83,7 +83,9 @@ class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
       .repartitionByRange(4, org.apache.spark.sql.functions.col("o")).sortWithinPartitions("o")
       .coalesce(1), Map("parquet.block.size" -> "2048"))
     val sorted = q95.replace("sales", "sorted_sales")
-    withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES.key -> "0") {
+    // Pushed even where the values rule out few row groups: the interaction is what is tested.
+    withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES.key -> "0",
+        HiveJoinOptsConf.MAP_JOIN_PRUNING_MIN_SKIPPED_ROW_SHARE.key -> "0") {
       val df = spark.sql(sorted)
       assert(firedBy("JoinKeyValuePushdown", df).nonEmpty, decisionsOf(df).mkString("\n"))
       assert(firedBy(Rule, df).nonEmpty, decisionsOf(df).mkString("\n"))
