@@ -52,7 +52,9 @@ import hivejoinopts.scan.{ParquetFileSkipping, RowGroupOverlap}
  * `evaluation.timeoutMs` per query, else the join keeps its plan). Its rows then replace the
  * small side in the plan as a `LocalRelation`, so the small side is computed once, not once for
  * the values and again for the join; a small side that occurs several times in one query is
- * evaluated once. Reusing Spark's broadcast instead (as dynamic partition pruning does) gives the
+ * evaluated once. Later queries reuse the rows while the side's files are unchanged
+ * ([[SmallSideCache]]): the next run of a query does not evaluate its small sides again, whether
+ * this rule pushed their values or stepped aside. Reusing Spark's broadcast instead (as dynamic partition pruning does) gives the
  * values only while the query runs: a v1 file scan then takes them as partition filters but never
  * as pushed data filters, and a shuffle join has no broadcast at all. Waiting for an adaptive
  * query stage does not help either: the two sides of a shuffle join are stages that run at the
@@ -211,7 +213,7 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
         side <- result.left.map(_ -> Seq("estimatedSmallSideBytes" -> o.smallBytes))
         values <- keyValues(o, side).left.map(_ -> Seq("smallSideRows" -> side.rows.size))
         _ <- worthPushing(o, side, values).toLeft(()).left.map(_ ->
-          Seq("smallSideRows" -> side.rows.size, "evaluationMs" -> side.millis))
+          Seq("smallSideRows" -> side.rows.size, "evaluationMs" -> evaluationMs(side, reused)))
       } yield applyValues(candidate, o, side, values, reused)
       pushed match {
         case Left((why, numbers)) =>
@@ -221,6 +223,12 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
         case Right(sides) => Some(sides)
       }
     }
+
+    /** What evaluating the side cost this query. */
+    private def evaluationMs(side: SmallSideRows, reused: Boolean): Any =
+      if (reused) "0 (evaluated for an earlier join)"
+      else if (side.cached) s"0 (cached; ${side.millis} ms when an earlier query evaluated it)"
+      else side.millis
 
     /**
      * `t`'s scan without the Parquet files that hold none of the values (by their footers), or
@@ -296,7 +304,7 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
       val numbers = Seq(
         "smallSideRows" -> side.rows.size,
         "smallSideBytes" -> side.bytes,
-        "evaluationMs" -> (if (reused) "0 (evaluated for an earlier join)" else side.millis)) ++
+        "evaluationMs" -> evaluationMs(side, reused)) ++
         perKey ++
         Seq("prunedScans" -> targets.map(_.describe).distinct.mkString(", ")) ++
         skipping.toSeq ++

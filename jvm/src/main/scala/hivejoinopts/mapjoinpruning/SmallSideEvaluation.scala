@@ -12,11 +12,17 @@ import org.apache.spark.sql.catalyst.plans.logical.{Limit, LogicalPlan}
 import hivejoinopts.log.PlanningWork
 import hivejoinopts.rules.{InternalQuery, InternalQueryTimeout}
 
-/** The rows of a small join side, evaluated while the query is planned. */
+/**
+ * The rows of a small join side, evaluated while the query is planned.
+ *
+ * @param cached whether they were evaluated by an earlier query ([[SmallSideCache]]); `millis`
+ *               is then what that evaluation took
+ */
 private[mapjoinpruning] final case class SmallSideRows(
     rows: IndexedSeq[InternalRow],
     bytes: Long,
-    millis: Long)
+    millis: Long,
+    cached: Boolean = false)
 
 /**
  * Evaluates a small join side while the query is planned, as Hive's local task materializes the
@@ -25,7 +31,8 @@ private[mapjoinpruning] final case class SmallSideRows(
  * `maxBytes`, and its Spark jobs are cancelled at `deadline`. It runs with every rule of
  * hive-join-opts off ([[InternalQuery]]), so it is not rewritten again and
  * leaves nothing in the decision log; in Spark's UI it is a SQL execution of its own, nested
- * under the query being planned.
+ * under the query being planned. Rows that fit the limits are kept for later queries
+ * ([[SmallSideCache]]).
  */
 private[mapjoinpruning] object SmallSideEvaluation extends Logging {
 
@@ -38,6 +45,11 @@ private[mapjoinpruning] object SmallSideEvaluation extends Logging {
       deadlineNanos: Long,
       budgetMs: Long,
       description: String): Either[String, SmallSideRows] = {
+    val cacheKey = SmallSideCache.key(session, plan, maxRows, maxBytes)
+    cacheKey.flatMap(SmallSideCache.get) match {
+      case Some(hit) => return Right(hit.copy(cached = true))
+      case None =>
+    }
     val started = System.nanoTime()
     val remainingMs = (deadlineNanos - started) / 1000000L
     if (remainingMs <= 0) {
@@ -52,7 +64,9 @@ private[mapjoinpruning] object SmallSideEvaluation extends Logging {
       } else if (bytes > maxBytes) {
         Left(s"the small side's ${rows.length} rows take $bytes bytes, over $maxBytes (maxBytes)")
       } else {
-        Right(SmallSideRows(rows, bytes, millis))
+        val fresh = SmallSideRows(rows, bytes, millis)
+        cacheKey.foreach(SmallSideCache.put(_, fresh))
+        Right(fresh)
       }
     }
   }

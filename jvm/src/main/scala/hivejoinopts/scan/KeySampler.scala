@@ -1,19 +1,15 @@
 package hivejoinopts.scan
 
-import java.security.MessageDigest
-
 import scala.util.control.NonFatal
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.catalog.{CatalogTable, HiveTableRelation}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, Descending, Expression, If, IsNotNull, IsNull, Literal, Or, SortOrder}
 import org.apache.spark.sql.catalyst.expressions.aggregate.Count
 import org.apache.spark.sql.catalyst.plans.QueryPlan
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, CollectMetrics, Filter, LeafNode, Limit, LogicalPlan, Project, RepartitionByExpression, Sample, Sort}
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, CollectMetrics, Filter, Limit, LogicalPlan, Project, RepartitionByExpression, Sample, Sort}
 import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
-import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation, PartitioningAwareFileIndex}
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.log.PlanningWork
@@ -88,7 +84,7 @@ private[hivejoinopts] object KeySampler extends Logging {
     }
     if (!keys.forall(_.deterministic)) return Left("the join key is not deterministic")
     val conf = session.sessionState.conf
-    val version = JoinKeys.relationOf(input).flatMap(tableVersion)
+    val version = JoinKeys.relationOf(input).flatMap(TableVersion.ofTable)
     // Keys by their position in the input, not their ids: a table read twice in one query (or
     // a query analyzed again) gets new ids for the same columns, and must hit the same sample.
     val cacheKey = version.map(v => (input.canonicalized,
@@ -174,29 +170,4 @@ private[hivejoinopts] object KeySampler extends Logging {
    */
   private[scan] def countPartitions(expectedRows: Double, shufflePartitions: Int): Int =
     math.max(1, math.min(shufflePartitions, math.ceil(expectedRows / RowsPerCountTask).toInt))
-
-  /** A fingerprint of the data under `relation`, or None when it cannot be told cheaply. */
-  private def tableVersion(relation: LeafNode): Option[String] = relation match {
-    case r: LogicalRelation => r.relation match {
-      case fs: HadoopFsRelation => fs.location match {
-        case index: PartitioningAwareFileIndex =>
-          Some(digest(index.allFiles().map(f =>
-            s"${f.getPath}:${f.getLen}:${f.getModificationTime}").sorted))
-        case _ => r.catalogTable.map(ddlVersion)
-      }
-      case _ => r.catalogTable.map(ddlVersion)
-    }
-    case h: HiveTableRelation => Some(ddlVersion(h.tableMeta))
-    case _ => None
-  }
-
-  private def ddlVersion(t: CatalogTable): String = digest(Seq(t.identifier.unquotedString,
-    t.createTime.toString, t.properties.getOrElse("transient_lastDdlTime", ""),
-    t.stats.map(_.simpleString).getOrElse("")))
-
-  private def digest(parts: Seq[String]): String = {
-    val md = MessageDigest.getInstance("SHA-256")
-    parts.foreach(p => md.update(p.getBytes("UTF-8")))
-    md.digest().map("%02x".format(_)).mkString
-  }
 }

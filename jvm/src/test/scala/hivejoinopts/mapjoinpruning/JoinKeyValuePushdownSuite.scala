@@ -3,6 +3,7 @@ package hivejoinopts.mapjoinpruning
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.expressions.DynamicPruningExpression
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.joins.{BroadcastHashJoinExec, SortMergeJoinExec}
 import org.apache.spark.sql.internal.SQLConf
 
@@ -517,6 +518,35 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
       val plan = executedPlan(sql(starQuery))
       assert(!fileScans(plan).exists(_.relation.location.rootPaths.exists(_.getName == "dim")))
       assert(collect(plan) { case b: BroadcastHashJoinExec => b }.size == 1)
+    }
+  }
+
+  test("a later query reuses a small side's rows until the side's files change") {
+    withStar() {
+      def decision(): Decision = {
+        val Seq(d) = ruleDecisions(sql(starQuery))
+        assert(d.fired, d)
+        d
+      }
+      def evaluationMs(d: Decision): String = d.numbers.toMap.apply("evaluationMs")
+      assert(!evaluationMs(decision()).contains("cached"))
+      val again = decision()
+      assert(evaluationMs(again).startsWith("0 (cached;"), again)
+      sql(starQuery).collect()
+      assert(HiveJoinOpts.lastPlanningWorkJson(spark).contains("\"smallSideMs\": 0"),
+        HiveJoinOpts.lastPlanningWorkJson(spark))
+      val before = sql(starQuery).collect().toSeq
+
+      // The same relation, listed again over other files: other keys have c = 3.
+      val location = spark.table("dim").queryExecution.analyzed.collectFirst {
+        case r: LogicalRelation => r.relation.asInstanceOf[HadoopFsRelation].location
+      }.get
+      spark.range(0, 100).selectExpr("CAST((id + 5) % 100 AS INT) AS k", "id % 10 AS c",
+        "id * 10 AS w").write.mode("overwrite").parquet(location.rootPaths.head.toString)
+      location.refresh()
+      assert(!evaluationMs(decision()).contains("cached"))
+      checkSameAnswer(sql(starQuery))
+      assert(sql(starQuery).collect().toSeq != before)
     }
   }
 
