@@ -66,7 +66,8 @@ def test_the_warm_up_judges_each_query_by_both_answers():
         run.compare(name, (SPARK, EXTENSION))
     r = run.results
     assert r["same"].status == suite.OK and r["same"].same_rows is True
-    assert r["same"].first_work_ms == {"totalMs": 3.0}
+    assert r["same"].first_work == {"totalMs": 3.0}
+    assert r["same"].first_work_ms() == 3.0
     assert r["differ"].status == suite.FAILED and "different rows" in r["differ"].error
     assert r["both"].status == suite.FAILS_IN_BOTH
     assert r["both"].error.startswith("[DIVIDE_BY_ZERO] Division by zero.")
@@ -130,6 +131,19 @@ def test_the_summary_counts_only_queries_that_ran_in_both_configurations():
     assert s.fails_in_both == [("q90", "[DIVIDE_BY_ZERO] ...")] and s.failed == []
 
 
+def test_the_summary_names_the_queries_over_the_planning_work_bound():
+    # The bound is the larger of 50 ms and 5% of the query's time.
+    results = [result("q1", [2000], [2000]), result("q2", [2000], [2000]),
+               result("q3", [600], [600])]
+    results[0].extension_runs = [timed(2000, work_ms=150.0)]  # over both
+    results[1].extension_runs = [timed(2000, work_ms=60.0)]   # over 50 ms, under 5% (100 ms)
+    results[2].extension_runs = [timed(600, work_ms=45.0)]    # over 5%, under 50 ms
+    results[0].first_work = {"totalMs": 300.0}
+    s = suite_report.summarize(results)
+    assert s.over_work_bound == [("q1", 150.0)]
+    assert s.first_work_ms == 300.0 and s.timed_work_ms == 150.0 + 60.0 + 45.0
+
+
 def test_the_report_names_its_command_and_every_query():
     results = [result("q1", [1000], [500], fired=["AggregateJoinToWindow"]),
                result("q2", [1000], [1200]),
@@ -142,7 +156,8 @@ def test_the_report_names_its_command_and_every_query():
     first = text.splitlines()[0]
     assert ("`hive-join-opts bench --suite tpch-skew --scale 1 --skew-preset heavy --runs 1 "
             "--query q1 --query q2 --query q9`") in first
-    assert "| q1 | 1.00 | 0.50 | 2.00x | yes | AggregateJoinToWindow | 100 / 100 | 10 (10%) " in text
+    assert ("| q1 | 1.00 | 0.50 | 2.00x | yes | AggregateJoinToWindow | 100 / 100 | 0 / 10 (10%) "
+            in text)
     assert "below 0.95x: q2 0.83x" in text
     assert "**FAILED** (the configurations differ): q9: fails only with the extension" in text
     raw = suite_report.as_json(results, context)

@@ -74,7 +74,7 @@ class QueryResult:
     extension_runs: list[QueryRun] = field(default_factory=list)
     # The extension's planning work in the warm-up round: the query's first planning, with
     # nothing cached (samples, footers).
-    first_work_ms: dict | None = None
+    first_work: dict | None = None
 
     @property
     def counted(self) -> bool:
@@ -98,6 +98,10 @@ class QueryResult:
         """Median of the extension's own planning work over the timed rounds."""
         return statistics.median(float((r.work_ms or {}).get("totalMs", 0))
                                  for r in self.extension_runs)
+
+    def first_work_ms(self) -> float:
+        """The extension's own planning work at the query's first planning (the warm-up)."""
+        return float((self.first_work or {}).get("totalMs", 0))
 
     def fail(self, error: str) -> None:
         self.status, self.error = FAILED, error
@@ -215,7 +219,7 @@ class SuiteRun:
             if mode == EXTENSION:
                 decisions = self._decisions()
                 result.fired = sorted({d.rule for d in decisions if d.fired})
-                result.first_work_ms = self.work.last(decisions)
+                result.first_work = self.work.last(decisions)
         spark, ext = answers[SPARK], answers[EXTENSION]
         if spark[0] == ext[0] == "rows":
             diff = difference(spark[1], ext[1])
