@@ -72,8 +72,8 @@ class QueryResult:
     # The timed runs of each configuration, in round order.
     spark_runs: list[QueryRun] = field(default_factory=list)
     extension_runs: list[QueryRun] = field(default_factory=list)
-    # The extension's planning work in the warm-up round: the query's first planning, with
-    # nothing cached (samples, footers).
+    # The extension's planning work in the warm-up round: the query's first planning (what
+    # earlier queries of the suite sampled or evaluated may be cached).
     first_work: dict | None = None
 
     @property
@@ -96,12 +96,11 @@ class QueryResult:
 
     def work_ms(self) -> float:
         """Median of the extension's own planning work over the timed rounds."""
-        return statistics.median(float((r.work_ms or {}).get("totalMs", 0))
-                                 for r in self.extension_runs)
+        return statistics.median(_total_ms(r.work_ms) for r in self.extension_runs)
 
     def first_work_ms(self) -> float:
         """The extension's own planning work at the query's first planning (the warm-up)."""
-        return float((self.first_work or {}).get("totalMs", 0))
+        return _total_ms(self.first_work)
 
     def fail(self, error: str) -> None:
         self.status, self.error = FAILED, error
@@ -165,6 +164,11 @@ class PlanningWork:
                 self.from_facade = False
         sampled = float(sample_ms(decisions))
         return {"totalMs": sampled, "sampleMs": sampled}
+
+
+def _total_ms(work: dict | None) -> float:
+    """The total of a planning-work record (`HiveJoinOpts.lastPlanningWorkJson`), 0 without one."""
+    return float((work or {}).get("totalMs", 0))
 
 
 def select_queries(texts: dict[str, str], names: list[str], suite: str) -> dict[str, str]:

@@ -54,8 +54,8 @@ import hivejoinopts.scan.{ParquetFileSkipping, RowGroupOverlap}
  * the values and again for the join; a small side that occurs several times in one query is
  * evaluated once. Later queries reuse the rows while the side's files are unchanged
  * ([[SmallSideCache]]): the next run of a query does not evaluate its small sides again, whether
- * this rule pushed their values or stepped aside. Reusing Spark's broadcast instead (as dynamic partition pruning does) gives the
- * values only while the query runs: a v1 file scan then takes them as partition filters but never
+ * this rule pushed their values or stepped aside. Reusing Spark's broadcast instead (as dynamic
+ * partition pruning does) gives the values only while the query runs: a v1 file scan then takes them as partition filters but never
  * as pushed data filters, and a shuffle join has no broadcast at all. Waiting for an adaptive
  * query stage does not help either: the two sides of a shuffle join are stages that run at the
  * same time, so the big side's scan is under way before the small side's values exist.
