@@ -1,7 +1,6 @@
 package hivejoinopts.mapjoinpruning
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.SubqueryExpression
 import org.apache.spark.sql.catalyst.plans.logical.{LocalRelation, LogicalPlan, OneRowRelation, Range}
 import org.apache.spark.sql.execution.datasources.LogicalRelation
 
@@ -14,7 +13,8 @@ import hivejoinopts.scan.TableVersion
  * The rows decide which rows the big side keeps, so a side is cached only where its rows are
  * fixed by the key: every leaf is a listing of files, fingerprinted by their paths, sizes and
  * modification times ([[TableVersion.ofFiles]]), or rows written in the plan; no expression is
- * nondeterministic; there is no subquery. The key also holds the plan (canonicalized), the
+ * nondeterministic. Subqueries count as part of the side (TPC-DS q58's small side filters
+ * `date_dim` by a scalar subquery on `date_dim`). The key also holds the plan (canonicalized), the
  * session's SQL settings and the limits the rows were checked against. Bounded: at most
  * [[MaxEntries]] sides and [[MaxBytes]] bytes of rows, the least recently used dropped first.
  */
@@ -29,10 +29,10 @@ private[mapjoinpruning] object SmallSideCache {
   /** The key of `plan`'s rows, or None when they may change while the key stays the same. */
   def key(session: SparkSession, plan: LogicalPlan, maxRows: Int, maxBytes: Long)
       : Option[AnyRef] = {
-    val fixed = !plan.exists(node => node.expressions.exists(e =>
-      !e.deterministic || SubqueryExpression.hasSubquery(e)))
-    if (!fixed) return None
-    val versions = plan.collectLeaves().map {
+    // A subquery's rows are part of the side's rows: its nodes and leaves count as the side's.
+    val nodes = plan.collectWithSubqueries { case node => node }
+    if (nodes.exists(_.expressions.exists(!_.deterministic))) return None
+    val versions = nodes.filter(_.children.isEmpty).map {
       case r: LogicalRelation => TableVersion.ofFiles(r)
       case l @ (_: LocalRelation | _: OneRowRelation | _: Range) => Some(l.nodeName)
       case _ => None

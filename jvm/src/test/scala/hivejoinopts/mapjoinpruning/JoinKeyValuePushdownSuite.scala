@@ -550,6 +550,38 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
     }
   }
 
+  test("a small side with a subquery is reused until the subquery's files change") {
+    val query = "SELECT count(*), sum(v) FROM fact JOIN (SELECT * FROM dim " +
+      "WHERE c = (SELECT max(c) FROM pick)) d ON fact.k = d.k"
+    withStar() {
+      withTempDir { dir =>
+        spark.range(0, 4).selectExpr("id AS c").write.parquet(s"$dir/pick")
+        withTempView("pick") {
+          spark.read.parquet(s"$dir/pick").createOrReplaceTempView("pick")
+          def evaluationMs(): String = {
+            val Seq(d) = ruleDecisions(sql(query))
+            assert(d.fired, d)
+            d.numbers.toMap.apply("evaluationMs")
+          }
+          assert(!evaluationMs().contains("cached"))
+          assert(evaluationMs().startsWith("0 (cached;"))
+          val before = sql(query).collect().toSeq
+
+          // The subquery's table gets other files: max(c) becomes 7.
+          val location = spark.table("pick").queryExecution.analyzed.collectFirst {
+            case r: LogicalRelation => r.relation.asInstanceOf[HadoopFsRelation].location
+          }.get
+          spark.range(4, 8).selectExpr("id AS c").write.mode("overwrite")
+            .parquet(location.rootPaths.head.toString)
+          location.refresh()
+          assert(!evaluationMs().contains("cached"))
+          checkSameAnswer(sql(query))
+          assert(sql(query).collect().toSeq != before)
+        }
+      }
+    }
+  }
+
   test("without adaptive execution, and inside a scalar subquery") {
     withStar() {
       withConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
