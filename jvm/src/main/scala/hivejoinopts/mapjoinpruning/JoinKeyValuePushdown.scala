@@ -19,6 +19,7 @@ import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
 import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
 import hivejoinopts.rules.FileRelation
 import hivejoinopts.scan.{ParquetFileSkipping, RowGroupOverlap}
+import hivejoinopts.scan.ParquetFileSkipping.Kept
 
 /**
  * Map-join partition pruning with value-set pushdown (Hive's HIVE-5119 and its extension to
@@ -26,21 +27,22 @@ import hivejoinopts.scan.{ParquetFileSkipping, RowGroupOverlap}
  * partitions and become filters pushed into its Parquet/ORC scans, for broadcast and shuffle
  * joins alike.
  *
- * A q55-shaped query, `store_sales` joined to `date_dim` filtered to one month:
+ * A q55-shaped query, `store_sales` joined to `date_dim` filtered to the Mondays of one month:
  * {{{
  *   before                                         after
  *   Join Inner (ss_sold_date_sk = d_date_sk)       Join Inner (ss_sold_date_sk = d_date_sk)
  *   :- Relation store_sales parquet                :- Filter (ss_sold_date_sk >= 2451484 AND
- *   +- Project [d_date_sk]                         :  :       ss_sold_date_sk <= 2451513 AND
- *      +- Filter (d_year = 1999 AND d_moy = 11)    :  :       ss_sold_date_sk IN (30 values))
- *         +- Relation date_dim parquet             :  +- Relation store_sales parquet
- *                                                  +- LocalRelation [d_date_sk] (its 30 rows)
+ *   +- Project [d_date_sk]                         :  :       ss_sold_date_sk <= 2451512 AND
+ *      +- Filter (d_year = 1999 AND d_moy = 11     :  :       ss_sold_date_sk IN (5 values))
+ *                 AND d_dow = 1)                   :  +- Relation store_sales parquet
+ *         +- Relation date_dim parquet             +- LocalRelation [d_date_sk] (its 5 rows)
  * }}}
+ * A set that is every value of its range (the whole month's 30 days) gets the range alone.
  * The filter sits directly above the scan, so `PruneFileSourcePartitions` and
  * `PruneHiveTablePartitions` prune partitions with it (the next optimizer batch) and
  * `FileSourceStrategy` turns it into the scan's pushed data filters: Parquet and ORC skip row
  * groups, pages and stripes by their statistics, dictionaries and bloom filters. A Parquet scan
- * also loses the files whose footers show no row group reaching the values' range
+ * also loses the files whose footers show no row group that may hold one of the values
  * ([[ParquetFileSkipping]], up to `bigSide.skipFiles.maxFiles` files): on a table sorted by the
  * key, tasks then open only the few files that hold matching keys. Several small
  * sides joined to one big table on different keys (Hive's cascading map joins) each add their
@@ -240,8 +242,8 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
         numbers: mutable.ArrayBuffer[(String, Any)]): LogicalPlan = t.use match {
       case ScanUse.PushedFilter("Parquet") if values.nonEmpty =>
         val name = s"skippedFiles(${t.table}.${t.column.name})"
-        ParquetFileSkipping(session, t.scan, t.column, ParquetFileSkipping.Kept.Between(
-            values.head, values.last), skipFilesMaxFiles,
+        ParquetFileSkipping(session, t.scan, t.column,
+            ValueSetPushdown.kept(values, t.column.dataType, maxInValues), skipFilesMaxFiles,
             HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES, deadline) match {
           case Right(out) =>
             numbers += name -> (s"${out.skipped} of ${out.files} files " +
@@ -299,7 +301,10 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
       val dpp = targets.exists(_.use == ScanUse.PartitionPruning) &&
         conf.dynamicPartitionPruningEnabled
       val perKey = o.keys.zip(values).map { case (k, v) =>
-        s"values(${k.name})" -> (if (v.size > maxInValues) s"${v.size} (range only)" else v.size)
+        val rangeOnly = k.targets.forall(t => t.use != ScanUse.PartitionPruning &&
+          ValueSetPushdown.kept(ValueSetPushdown.columnValues(t, v), t.column.dataType,
+            maxInValues).isInstanceOf[Kept.Between])
+        s"values(${k.name})" -> (if (rangeOnly && v.nonEmpty) s"${v.size} (range only)" else v.size)
       }
       val numbers = Seq(
         "smallSideRows" -> side.rows.size,

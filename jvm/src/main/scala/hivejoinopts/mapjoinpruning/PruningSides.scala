@@ -13,7 +13,6 @@ import org.apache.spark.sql.internal.SQLConf
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.rules.FileRelation
 import hivejoinopts.scan.RowGroupOverlap
-import hivejoinopts.scan.ParquetFileSkipping.Kept
 
 /** The rule's settings, read once per plan. */
 private[mapjoinpruning] final case class PruningSettings(
@@ -162,11 +161,9 @@ private[mapjoinpruning] final class PruningSides(
   /** The share of a Parquet data column's sampled rows that `values` rule out, by footers. */
   private def rowShareSkipped(t: Target, values: Seq[Any]): Option[Double] = (t.use, t.scan) match {
     case (ScanUse.PushedFilter("Parquet"), FileRelation(fs)) if values.nonEmpty && sampleFiles > 0 =>
-      // The filter ValueSetPushdown.predicate builds: the set, or its range alone.
-      val kept = if (values.size <= maxInValues) Kept.OneOf(values)
-        else Kept.Between(values.head, values.last)
-      RowGroupOverlap.rowShareMayHold(session, fs, t.column.name, t.column.dataType, kept,
-        sampleFiles, deadline).map(1 - _)
+      RowGroupOverlap.rowShareMayHold(session, fs, t.column.name, t.column.dataType,
+        ValueSetPushdown.kept(values, t.column.dataType, maxInValues), sampleFiles, deadline)
+        .map(1 - _)
     case _ => None
   }
 

@@ -14,6 +14,7 @@ import hivejoinopts.compat.SparkShims
 import hivejoinopts.rules.Candidates
 import hivejoinopts.rules.FileRelation
 import hivejoinopts.scan.{Narrowing, OrcStringStatistics}
+import hivejoinopts.scan.ParquetFileSkipping.Kept
 
 /** How a scan uses a value set pushed on one of its columns. */
 private[mapjoinpruning] sealed abstract class ScanUse(val describe: String)
@@ -236,8 +237,36 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
   }
 
   /**
+   * What a data column's filter keeps of its sorted `values`: the set, when it has at most
+   * `maxInValues` values; else the range alone. A set that is every value of its range (a month
+   * of `d_date_sk`) is also its range: tested on each row it would only repeat the range, and
+   * lengthen the plan. It keeps the set while the reader takes it value by value
+   * (`spark.sql.parquet.pushdown.inFilterThreshold` values, for dictionaries and bloom filters).
+   */
+  def kept(values: Seq[Any], dataType: DataType, maxInValues: Int): Kept =
+    if (values.size <= maxInValues &&
+        (values.size <= SQLConf.get.parquetFilterPushDownInFilterThreshold ||
+          !dense(values, dataType))) {
+      Kept.OneOf(values)
+    } else {
+      Kept.Between(values.head, values.last)
+    }
+
+  /** Whether sorted distinct `values` are every value from the first to the last. */
+  private def dense(values: Seq[Any], dataType: DataType): Boolean = {
+    def span(lo: Long, hi: Long) = hi - lo + 1 == values.size
+    (values.head, values.last, dataType) match {
+      case (lo: Byte, hi: Byte, ByteType) => span(lo, hi)
+      case (lo: Short, hi: Short, ShortType) => span(lo, hi)
+      case (lo: Int, hi: Int, IntegerType | DateType) => span(lo, hi)
+      case (lo: Long, hi: Long, LongType) => span(lo, hi)
+      case _ => false
+    }
+  }
+
+  /**
    * The predicate for `target` given its sorted `columnValues`. Partition columns get the whole
-   * set; data columns get the range, and the set too when it has at most `maxInValues` values.
+   * set; data columns get what [[kept]] keeps: the range, and the set too where it says so.
    */
   def predicate(target: Target, values: Seq[Any], maxInValues: Int): Expression = {
     val column = target.column
@@ -249,7 +278,10 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
         val range = And(
           GreaterThanOrEqual(column, Literal(values.head, column.dataType)),
           LessThanOrEqual(column, Literal(values.last, column.dataType)))
-        if (values.size <= maxInValues) And(range, in(column, values)) else range
+        kept(values, column.dataType, maxInValues) match {
+          case Kept.OneOf(set) => And(range, in(column, set))
+          case _ => range
+        }
     }
   }
 

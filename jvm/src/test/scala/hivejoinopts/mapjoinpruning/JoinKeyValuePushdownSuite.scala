@@ -104,6 +104,31 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
     }
   }
 
+  test("Parquet: a set that is every value of its range is pushed as the range alone") {
+    // Keys 0 to 29 (30 values, all of [0, 29]) against keys 0, 3, ..., 87 (30 values, sparse),
+    // both over the 10 values Parquet's reader takes one by one.
+    val dense = "SELECT count(*), sum(v) FROM fact JOIN dim ON fact.k = dim.k WHERE dim.w < 300"
+    val sparse = "SELECT count(*), sum(v) FROM fact JOIN dim ON fact.k = dim.k " +
+      "WHERE dim.k % 3 = 0 AND dim.k < 90"
+    withStar() {
+      withConf(SQLConf.PARQUET_FILTER_PUSHDOWN_INFILTERTHRESHOLD.key -> "10") {
+        val (_, onDense) = offAndOn(sql(dense))
+        val densePushed = pushed(scanOf(onDense, "fact"))
+        assert(densePushed.contains("GreaterThanOrEqual(k,0)"), densePushed)
+        assert(densePushed.contains("LessThanOrEqual(k,29)"), densePushed)
+        assert(!densePushed.contains("In(k"), densePushed)
+        assert(!onDense.toString.contains("INSET"), onDense)
+        val Seq(d) = ruleDecisions(sql(dense))
+        assert(d.numbers.toMap.apply("values(fact.k)") == "30 (range only)", d)
+
+        val (_, onSparse) = offAndOn(sql(sparse))
+        assert(onSparse.toString.contains("INSET"), onSparse)
+        val Seq(s) = ruleDecisions(sql(sparse))
+        assert(s.numbers.toMap.apply("values(fact.k)") == "30", s)
+      }
+    }
+  }
+
   test("Parquet data in no order: no row group to skip, so no value is pushed") {
     withTempDir { dir =>
       // Every row group holds every key.
