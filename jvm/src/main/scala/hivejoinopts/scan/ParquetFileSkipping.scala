@@ -113,9 +113,8 @@ private[hivejoinopts] object ParquetFileSkipping {
           if (files.size > maxFiles) {
             Left(s"${files.size} files, over ${shortName(maxFilesFlag)} ($maxFiles)")
           } else {
-            val hadoopConf = SparkShims.classicSession(session).sessionState
-              .newHadoopConfWithOptions(fs.options)
-            val chunks = ParquetFooters.column(files, column.name, hadoopConf, deadlineNanos)
+            val chunks = ParquetFooters.column(files, column.name, session, fs.options,
+              deadlineNanos)
             val empty = files.zip(chunks).collect {
               case (f, Some(c)) if holdsNone(c, column.dataType, kept) => f
             }

@@ -12,7 +12,9 @@ import org.apache.parquet.hadoop.util.HadoopInputFile
 import org.apache.parquet.schema.PrimitiveType
 
 import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
 
+import hivejoinopts.compat.SparkShims
 import hivejoinopts.log.{DecisionLog, PlanningWork}
 
 /**
@@ -62,21 +64,35 @@ private[scan] object ParquetFooters extends Logging {
   /**
    * For each file, the column's chunks; None for a file whose footer could not be read by the
    * deadline, or that has no single top-level column of that name (matched as Spark does by
-   * default, ignoring case).
+   * default, ignoring case). Footers already read are answered here, without a thread or a
+   * Hadoop configuration (`options` are the relation's, for the files still to read).
    */
   def column(
       files: Seq[FileStatus],
       column: String,
-      hadoopConf: Configuration,
+      session: SparkSession,
+      options: Map[String, String],
       deadlineNanos: Long): Seq[Option[ColumnChunks]] = DecisionLog.timed(PlanningWork.Footers) {
-    val pending = files.map(f => readers.submit(new Callable[Option[ColumnChunks]] {
-      override def call(): Option[ColumnChunks] = chunks(f, column, hadoopConf)
-    }))
-    pending.map { p =>
-      try p.get(math.max(0L, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS) catch {
-        case _: TimeoutException =>
-          p.cancel(true)
-          None
+    val known = files.map(f => cache.synchronized(Option(cache.get(key(f, column)))))
+    if (known.forall(_.isDefined)) {
+      known.flatten
+    } else {
+      lazy val hadoopConf = SparkShims.classicSession(session).sessionState
+        .newHadoopConfWithOptions(options)
+      val pending = files.zip(known).map {
+        case (_, Some(read)) => Left(read)
+        case (f, None) => Right(readers.submit(new Callable[Option[ColumnChunks]] {
+          override def call(): Option[ColumnChunks] = chunks(f, column, hadoopConf)
+        }))
+      }
+      pending.map {
+        case Left(read) => read
+        case Right(p) =>
+          try p.get(math.max(0L, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS) catch {
+            case _: TimeoutException =>
+              p.cancel(true)
+              None
+          }
       }
     }
   }
@@ -85,17 +101,21 @@ private[scan] object ParquetFooters extends Logging {
   def fileVersion(f: FileStatus): (String, Long, Long) =
     (f.getPath.toString, f.getLen, f.getModificationTime)
 
+  private def key(f: FileStatus, column: String): Key = {
+    val (path, length, modified) = fileVersion(f)
+    (path, length, modified, column.toLowerCase)
+  }
+
   private def chunks(f: FileStatus, column: String, hadoopConf: Configuration)
       : Option[ColumnChunks] = {
-    val (path, length, modified) = fileVersion(f)
-    val key = (path, length, modified, column.toLowerCase)
-    cache.synchronized(Option(cache.get(key))).getOrElse {
+    val fileKey = key(f, column)
+    cache.synchronized(Option(cache.get(fileKey))).getOrElse {
       Try {
         val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(f, hadoopConf))
         try fromFooter(reader, column) finally reader.close()
       } match {
         case Success(read) =>
-          cache.synchronized(cache.put(key, read))
+          cache.synchronized(cache.put(fileKey, read))
           read
         case Failure(e) =>
           // Not kept: the next query tries again.

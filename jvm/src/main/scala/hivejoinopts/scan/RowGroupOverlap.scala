@@ -99,10 +99,9 @@ private[hivejoinopts] object RowGroupOverlap {
       val files = index.allFiles().filter(f => isDataFile(f.getPath))
       if (files.size > maxFiles) None
       else {
-        val hadoopConf = SparkShims.classicSession(session).sessionState
-          .newHadoopConfWithOptions(relation.options)
         def rowGroups(column: String): Option[Seq[RowGroupStats]] = {
-          val chunks = ParquetFooters.column(files, column, hadoopConf, deadlineNanos)
+          val chunks = ParquetFooters.column(files, column, session, relation.options,
+            deadlineNanos)
           if (chunks.exists(_.isEmpty)) None else Some(chunks.flatten.flatMap(_.rowGroups))
         }
         for {
@@ -126,21 +125,20 @@ private[hivejoinopts] object RowGroupOverlap {
       column: String,
       maxFiles: Int,
       deadlineNanos: Long): (Seq[FileStatus], Seq[Option[ColumnChunks]]) = {
-    val hadoopConf = SparkShims.classicSession(session).sessionState
-      .newHadoopConfWithOptions(relation.options)
-    val files = sample(relation, maxFiles, hadoopConf)
-    (files, ParquetFooters.column(files, column, hadoopConf, deadlineNanos))
+    val files = sample(session, relation, maxFiles)
+    (files, ParquetFooters.column(files, column, session, relation.options, deadlineNanos))
   }
 
   /** Up to `maxFiles` data files of the relation, spread evenly over its listing. */
   private def sample(
+      session: SparkSession,
       relation: HadoopFsRelation,
-      maxFiles: Int,
-      hadoopConf: Configuration): Seq[FileStatus] = {
+      maxFiles: Int): Seq[FileStatus] = {
     val listed = relation.location match {
       case index: PartitioningAwareFileIndex => index.allFiles()
       // A catalog table's partitions are listed only when pruned: walk a few folders instead.
-      case other => walk(other.rootPaths, maxFiles, hadoopConf)
+      case other => walk(other.rootPaths, maxFiles, SparkShims.classicSession(session)
+        .sessionState.newHadoopConfWithOptions(relation.options))
     }
     val files = listed.filter(f => isDataFile(f.getPath)).sortBy(_.getPath.toString)
     if (files.size <= maxFiles) files
