@@ -7,8 +7,10 @@ import org.apache.spark.sql.execution.datasources.LogicalRelation
 import hivejoinopts.scan.TableVersion
 
 /**
- * Small sides evaluated by earlier queries, so that a query planned again (a dashboard's
- * refresh, the rounds of a benchmark) does not evaluate the same side again.
+ * What evaluating a small side gave earlier queries: its rows, or that it is over the rows or
+ * bytes it was allowed (a side that turns out too big would otherwise be evaluated up to its
+ * limit by every query). So a query planned again (a dashboard's refresh, the rounds of a
+ * benchmark) does not evaluate the same side again.
  *
  * The rows decide which rows the big side keeps, so a side is cached only where its rows are
  * fixed by the key: every leaf is a listing of files, fingerprinted by their paths, sizes and
@@ -23,7 +25,7 @@ private[mapjoinpruning] object SmallSideCache {
   private val MaxEntries = 64
   private val MaxBytes = 32L << 20
 
-  private val entries = new java.util.LinkedHashMap[AnyRef, SmallSideRows](16, 0.75f, true)
+  private val entries = new java.util.LinkedHashMap[AnyRef, Either[String, SmallSideRows]](16, 0.75f, true)
   private var cachedBytes = 0L
 
   /** The key of `plan`'s rows, or None when they may change while the key stays the same. */
@@ -42,19 +44,23 @@ private[mapjoinpruning] object SmallSideCache {
       maxRows, maxBytes))
   }
 
-  def get(key: AnyRef): Option[SmallSideRows] = entries.synchronized(Option(entries.get(key)))
+  def get(key: AnyRef): Option[Either[String, SmallSideRows]] =
+    entries.synchronized(Option(entries.get(key)))
 
-  def put(key: AnyRef, rows: SmallSideRows): Unit = entries.synchronized {
-    if (rows.bytes <= MaxBytes) {
-      Option(entries.put(key, rows)).foreach(old => cachedBytes -= old.bytes)
-      cachedBytes += rows.bytes
+  /** Keeps the rows of a side, or why it is not used (over its limits). */
+  def put(key: AnyRef, outcome: Either[String, SmallSideRows]): Unit = entries.synchronized {
+    if (bytes(outcome) <= MaxBytes) {
+      Option(entries.put(key, outcome)).foreach(old => cachedBytes -= bytes(old))
+      cachedBytes += bytes(outcome)
       val eldest = entries.entrySet().iterator()
       while (entries.size() > MaxEntries || cachedBytes > MaxBytes) {
-        cachedBytes -= eldest.next().getValue.bytes
+        cachedBytes -= bytes(eldest.next().getValue)
         eldest.remove()
       }
     }
   }
+
+  private def bytes(outcome: Either[String, SmallSideRows]): Long = outcome.fold(_ => 0L, _.bytes)
 
   /** Forgets every cached side. */
   def clear(): Unit = entries.synchronized {

@@ -31,8 +31,8 @@ private[mapjoinpruning] final case class SmallSideRows(
  * `maxBytes`, and its Spark jobs are cancelled at `deadline`. It runs with every rule of
  * hive-join-opts off ([[InternalQuery]]), so it is not rewritten again and
  * leaves nothing in the decision log; in Spark's UI it is a SQL execution of its own, nested
- * under the query being planned. Rows that fit the limits are kept for later queries
- * ([[SmallSideCache]]).
+ * under the query being planned. Its rows, or that they are over the limits, are kept for
+ * later queries ([[SmallSideCache]]).
  */
 private[mapjoinpruning] object SmallSideEvaluation extends Logging {
 
@@ -47,7 +47,8 @@ private[mapjoinpruning] object SmallSideEvaluation extends Logging {
       description: String): Either[String, SmallSideRows] = {
     val cacheKey = SmallSideCache.key(session, plan, maxRows, maxBytes)
     cacheKey.flatMap(SmallSideCache.get) match {
-      case Some(hit) => return Right(hit.copy(cached = true))
+      case Some(Right(hit)) => return Right(hit.copy(cached = true))
+      case Some(Left(why)) => return Left(s"$why, found by an earlier query's evaluation")
       case None =>
     }
     val started = System.nanoTime()
@@ -59,15 +60,15 @@ private[mapjoinpruning] object SmallSideEvaluation extends Logging {
     collect(session, plan, maxRows, remainingMs, budgetMs, description).flatMap { rows =>
       val millis = (System.nanoTime() - started) / 1000000L
       val bytes = rows.iterator.map(_.asInstanceOf[UnsafeRow].getSizeInBytes.toLong).sum
-      if (rows.length > maxRows) {
+      val outcome = if (rows.length > maxRows) {
         Left(s"the small side has more than $maxRows rows (maxRows)")
       } else if (bytes > maxBytes) {
         Left(s"the small side's ${rows.length} rows take $bytes bytes, over $maxBytes (maxBytes)")
       } else {
-        val fresh = SmallSideRows(rows, bytes, millis)
-        cacheKey.foreach(SmallSideCache.put(_, fresh))
-        Right(fresh)
+        Right(SmallSideRows(rows, bytes, millis))
       }
+      cacheKey.foreach(SmallSideCache.put(_, outcome))
+      outcome
     }
   }
 

@@ -359,6 +359,14 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
       }
       assert(only(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS.key -> "9")
         .reason.contains("more than 9 rows (maxRows)"))
+      // A side over its limits is not evaluated again by later queries.
+      withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS.key -> "9") {
+        val Seq(d) = ruleDecisions(sql(starQuery))
+        assert(d.reason.contains("more than 9 rows (maxRows), found by an earlier query's"), d)
+        sql(starQuery).collect()
+        assert(HiveJoinOpts.lastPlanningWorkJson(spark).contains("\"smallSideMs\": 0"),
+          HiveJoinOpts.lastPlanningWorkJson(spark))
+      }
       assert(only(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES.key -> "64")
         .reason.contains("over 64 (smallSide.maxBytes)"))
       assert(only(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES.key -> "1g")
