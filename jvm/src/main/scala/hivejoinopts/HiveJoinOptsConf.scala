@@ -238,8 +238,9 @@ object HiveJoinOptsConf {
   val MAP_JOIN_PRUNING_MAX_IN_VALUES: Flag[Int] = flag(Flag.int(
     PREFIX + "mapJoinPruning.maxInValues",
     "Up to this many distinct values, a non-partition column gets `key IN (values)` as well " +
-      "as `key BETWEEN min AND max`; above it, only the range. Partition columns always get " +
-      "the full set.",
+      "as `key BETWEEN min AND max`; above it, only the range. Values that are every integer " +
+      "or date from min to max also get only the range, when there are more of them than " +
+      "spark.sql.parquet.pushdown.inFilterThreshold. Partition columns always get the full set.",
     V010, default = 1000, _ > 0, "Must be a positive number of values."))
 
   val MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS: Flag[Long] = flag(Flag.long(
