@@ -129,12 +129,26 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
   }
 
   test("the split's estimate: no gain on few slots unless it saves shuffling more than it reads") {
-    def gain(form: SplitForm, slots: Int, heaviest: Double, reread: Double) = SplitPayoff.estimate(
-      form, slots, bBytes = 1000, oBytes = 100, heaviestShare = heaviest, skewShare = heaviest,
-      reread = reread, otherPreserved = false, otherSkewBytes = 10, buckets = 8)
+    def gain(
+        form: SplitForm,
+        slots: Int,
+        heaviest: Double,
+        reread: Double,
+        bScanBytes: Double = 1000,
+        otherPreserved: Boolean = false) = SplitPayoff.estimate(
+      form, slots, bBytes = 1000, oBytes = 100, bScanBytes = bScanBytes, oScanBytes = 100,
+      heaviestShare = heaviest, skewShare = heaviest, reread = reread,
+      otherPreserved = otherPreserved, otherSkewBytes = 10, buckets = 8)
     // A clustered big side: the union form rereads only the heavy key's row groups, and no
     // longer shuffles them.
     assert(gain(SplitForm.Union, 2, 0.55, 0.55).pays)
+    // Unless its scan reads four times what it hands to the join (a filter on a wide column).
+    assert(!gain(SplitForm.Union, 2, 0.55, 0.55, bScanBytes = 4000).pays)
+    assert(gain(SplitForm.Union, 2, 0.55, 0.55, bScanBytes = 4000).numbers.toMap
+      .apply("rereadBytesPerSlot") == "1150")
+    // A preserved other side: the anti-join branch reads both inputs once more.
+    assert(gain(SplitForm.Union, 2, 0.55, 0.55, bScanBytes = 2000).pays)
+    assert(!gain(SplitForm.Union, 2, 0.55, 0.55, bScanBytes = 2000, otherPreserved = true).pays)
     // Unclustered: it reads the big side again for a moderate key, on two slots a loss...
     assert(!gain(SplitForm.Union, 2, 0.08, 1.0).pays)
     // ...that a 64-slot stage held back by the key's task makes good.
@@ -142,6 +156,30 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     assert(gain(SplitForm.Union, 64, 0.08, 1.0).straggler > 0)
     val salted = gain(SplitForm.Salted, 2, 0.44, 1.0)
     assert(salted.straggler == 0 && !salted.pays)
+  }
+
+  test("a split steps aside where its second reads repeat a filter on a column the join drops") {
+    // Key 7 holds half of `padded`; `pad` is wide and never reaches the join. On three slots
+    // the union form pays for reading `padded`'s keys and values twice more (the map-side and
+    // the anti-join branch), not for reading `pad` with them to filter it again.
+    withTempDir { dir =>
+      spark.range(0, 3000).selectExpr("CASE WHEN id % 2 = 0 THEN 7 ELSE id END AS k", "id AS v",
+        "concat(md5(cast(id AS string)), sha2(cast(id AS string), 256)) AS pad")
+        .repartition(3).write.parquet(s"$dir/padded")
+      spark.read.parquet(s"$dir/padded").createOrReplaceTempView("padded")
+      val narrow = "SELECT small.k, small.w, p.v FROM small LEFT OUTER JOIN padded p ON " +
+        "small.k = p.k"
+      val filtered = "SELECT small.k, small.w, p.v FROM small LEFT OUTER JOIN " +
+        "(SELECT k, v FROM padded WHERE pad NOT LIKE '%ff%') p ON small.k = p.k"
+      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "3") {
+        assert(fired(sql(narrow)).size == 1, decisions(sql(narrow)))
+        val decision = decisions(sql(filtered)).find(_.candidate.startsWith("LEFT OUTER")).get
+        assert(!decision.fired && decision.reason.contains("not estimated to pay off"), decision)
+        val numbers = decision.numbers.toMap
+        assert(numbers("rereadBytesPerSlot").toDouble > numbers("rightBytes").toDouble, decision)
+        checkSameAnswer(sql(filtered))
+      }
+    }
   }
 
   test("AQE splits the skewed partition without the rule, and nothing after it: no key twice") {

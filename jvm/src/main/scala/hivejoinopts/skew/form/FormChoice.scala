@@ -28,8 +28,8 @@ import hivejoinopts.skew.keys.{Input, LeftSide, Side, SkewedKeys}
  * statistics may order -0.0 below 0.0.
  *
  * `auto` picks the union form when shuffling the skewed keys' rows costs more than reading the
- * inputs again: all of O, and of B the row groups whose Parquet statistics may hold a skewed key
- * (all of B when the footers do not tell), else the salted form. Detected skew must also pay
+ * inputs again (at what their scans read): all of O, and of B the row groups whose Parquet
+ * statistics may hold a skewed key (all of B when the footers do not tell), else the salted form. Detected skew must also pay
  * for its split ([[SplitPayoff]]).
  */
 private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
@@ -81,7 +81,7 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
         val reread = rereadShare(b, skew)
         val shuffleSkew = SplitPayoff.ShuffleCostPerByte * skew.rowShare.getOrElse(1.0) *
           b.bytes.toDouble
-        val readAgain = reread.getOrElse(1.0) * b.bytes.toDouble + o.bytes.toDouble
+        val readAgain = reread.getOrElse(1.0) * b.scanBytes.toDouble + o.scanBytes.toDouble
         Right(ChosenForm(if (shuffleSkew >= readAgain) SplitForm.Union else SplitForm.Salted,
           reread))
       case _ if plain => pick(SplitForm.Union)
@@ -134,10 +134,10 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
       fit: BroadcastFit,
       buckets: Int): SplitPayoff.Estimate = {
     val heaviest = sample.top.headOption.map(t => sample.share(t._2)).getOrElse(0.0)
-    SplitPayoff.estimate(chosen.form, taskSlots, b.bytes.toDouble, o.bytes.toDouble, heaviest,
-      skew.rowShare.getOrElse(heaviest), chosen.reread.getOrElse(1.0),
-      !Side.otherCanBeCopied(j.joinType, b.side), Try(fit.otherBytes.toDouble).getOrElse(0.0),
-      buckets)
+    SplitPayoff.estimate(chosen.form, taskSlots, b.bytes.toDouble, o.bytes.toDouble,
+      b.scanBytes.toDouble, o.scanBytes.toDouble, heaviest, skew.rowShare.getOrElse(heaviest),
+      chosen.reread.getOrElse(1.0), !Side.otherCanBeCopied(j.joinType, b.side),
+      Try(fit.otherBytes.toDouble).getOrElse(0.0), buckets)
   }
 
   /** The slots that run a stage's tasks side by side: the flag, else the cluster's cores. */

@@ -1,8 +1,9 @@
 package hivejoinopts.skew.keys
 
-import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression}
 import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
+import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.internal.SQLConf
 
@@ -45,6 +46,18 @@ private[skew] final case class Input(side: Side, plan: LogicalPlan, keys: Seq[Ex
   def sizeKnown: Boolean = bytes < SQLConf.get.defaultSizeInBytes
 
   /**
+   * What reading the input again costs: each leaf's size scaled to the columns the input uses
+   * (its output and every column an operator refers to), at least `bytes`. A filter on a wide
+   * column that the join does not take is read as well: `bytes`, which Spark scales to the
+   * output's columns, leaves it out.
+   */
+  lazy val scanBytes: BigInt = {
+    val used = plan.collect { case p => p.references }.foldLeft(plan.outputSet)(_ ++ _)
+    val leaves = plan.collectLeaves().map(leaf => Input.usedShare(leaf, used))
+    if (leaves.exists(_.isEmpty)) bytes else leaves.flatten.sum.max(bytes)
+  }
+
+  /**
    * The plan as metadata and samples read it: a filter whose subqueries the rule split stands
    * for its joins. It returns the same rows and, unlike them, is a scan pipeline.
    */
@@ -62,4 +75,12 @@ private[skew] object Input {
    * the rule is done with a plan.
    */
   val SplitFilter: TreeNodeTag[Filter] = TreeNodeTag[Filter]("hiveJoinOpts.skewJoinSplit.filter")
+
+  /** The bytes of `leaf` in the columns of `used`; None when Spark does not know its size. */
+  private def usedShare(leaf: LogicalPlan, used: AttributeSet): Option[BigInt] = {
+    val size = leaf.stats.sizeInBytes
+    if (size >= SQLConf.get.defaultSizeInBytes) None
+    else Some(size * EstimationUtils.getSizePerRow(leaf.output.filter(used.contains)) /
+      EstimationUtils.getSizePerRow(leaf.output))
+  }
 }
