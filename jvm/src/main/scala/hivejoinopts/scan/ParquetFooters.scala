@@ -73,27 +73,24 @@ private[scan] object ParquetFooters extends Logging {
       session: SparkSession,
       options: Map[String, String],
       deadlineNanos: Long): Seq[Option[ColumnChunks]] = DecisionLog.timed(PlanningWork.Footers) {
-    val known = files.map(f => cache.synchronized(Option(cache.get(key(f, column)))))
-    if (known.forall(_.isDefined)) {
-      known.flatten
-    } else {
-      lazy val hadoopConf = SparkShims.classicSession(session).sessionState
-        .newHadoopConfWithOptions(options)
-      val pending = files.zip(known).map {
-        case (_, Some(read)) => Left(read)
-        case (f, None) => Right(readers.submit(new Callable[Option[ColumnChunks]] {
+    lazy val hadoopConf = SparkShims.classicSession(session).sessionState
+      .newHadoopConfWithOptions(options)
+    val pending = files.map { f =>
+      cache.synchronized(Option(cache.get(key(f, column)))) match {
+        case Some(read) => Left(read)
+        case None => Right(readers.submit(new Callable[Option[ColumnChunks]] {
           override def call(): Option[ColumnChunks] = chunks(f, column, hadoopConf)
         }))
       }
-      pending.map {
-        case Left(read) => read
-        case Right(p) =>
-          try p.get(math.max(0L, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS) catch {
-            case _: TimeoutException =>
-              p.cancel(true)
-              None
-          }
-      }
+    }
+    pending.map {
+      case Left(read) => read
+      case Right(p) =>
+        try p.get(math.max(0L, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS) catch {
+          case _: TimeoutException =>
+            p.cancel(true)
+            None
+        }
     }
   }
 
@@ -108,20 +105,17 @@ private[scan] object ParquetFooters extends Logging {
 
   private def chunks(f: FileStatus, column: String, hadoopConf: Configuration)
       : Option[ColumnChunks] = {
-    val fileKey = key(f, column)
-    cache.synchronized(Option(cache.get(fileKey))).getOrElse {
-      Try {
-        val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(f, hadoopConf))
-        try fromFooter(reader, column) finally reader.close()
-      } match {
-        case Success(read) =>
-          cache.synchronized(cache.put(fileKey, read))
-          read
-        case Failure(e) =>
-          // Not kept: the next query tries again.
-          logDebug(s"hive-join-opts: cannot read the footer of ${f.getPath}", e)
-          None
-      }
+    Try {
+      val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(f, hadoopConf))
+      try fromFooter(reader, column) finally reader.close()
+    } match {
+      case Success(read) =>
+        cache.synchronized(cache.put(key(f, column), read))
+        read
+      case Failure(e) =>
+        // Not kept: the next query tries again.
+        logDebug(s"hive-join-opts: cannot read the footer of ${f.getPath}", e)
+        None
     }
   }
 
