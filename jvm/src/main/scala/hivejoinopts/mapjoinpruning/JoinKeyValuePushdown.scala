@@ -239,11 +239,11 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
     private def skipFiles(
         t: Target,
         values: Seq[Any],
+        kept: Kept,
         numbers: mutable.ArrayBuffer[(String, Any)]): LogicalPlan = t.use match {
       case ScanUse.PushedFilter("Parquet") if values.nonEmpty =>
         val name = s"skippedFiles(${t.table}.${t.column.name})"
-        ParquetFileSkipping(session, t.scan, t.column,
-            ValueSetPushdown.kept(values, t.column.dataType, maxInValues), skipFilesMaxFiles,
+        ParquetFileSkipping(session, t.scan, t.column, kept, skipFilesMaxFiles,
             HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES, deadline) match {
           case Right(out) =>
             numbers += name -> (s"${out.skipped} of ${out.files} files " +
@@ -288,23 +288,26 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
       val local = LocalRelation(o.small.output, side.rows)
       local.setTagValue(JoinKeyValuePushdown.EvaluatedSide, ())
       val skipping = mutable.ArrayBuffer.empty[(String, Any)]
+      // Per key: whether every scan it reached got the range alone.
+      val rangeOnly = mutable.Map.empty[Int, Boolean]
       val newBig = if (side.rows.isEmpty) o.big else {
-        o.keys.zip(values).foldLeft(o.big) { case (big, (key, keyValues)) =>
+        o.keys.zip(values).zipWithIndex.foldLeft(o.big) { case (big, ((key, keyValues), i)) =>
           ValueSetPushdown.walk(big, key.bigKey, { t =>
             val columnValues = ValueSetPushdown.columnValues(t, keyValues)
-            val scan = skipFiles(t, columnValues, skipping)
-            Some(Filter(ValueSetPushdown.predicate(t, columnValues, maxInValues), scan))
+            val kept = ValueSetPushdown.kept(columnValues, t.column.dataType, maxInValues)
+            rangeOnly(i) = rangeOnly.getOrElse(i, true) &&
+              t.use != ScanUse.PartitionPruning && kept.isInstanceOf[Kept.Between]
+            val scan = skipFiles(t, columnValues, kept, skipping)
+            Some(Filter(ValueSetPushdown.predicate(t, columnValues, kept), scan))
           }).plan
         }
       }
       val targets = o.keys.flatMap(_.targets)
       val dpp = targets.exists(_.use == ScanUse.PartitionPruning) &&
         conf.dynamicPartitionPruningEnabled
-      val perKey = o.keys.zip(values).map { case (k, v) =>
-        val rangeOnly = k.targets.forall(t => t.use != ScanUse.PartitionPruning &&
-          ValueSetPushdown.kept(ValueSetPushdown.columnValues(t, v), t.column.dataType,
-            maxInValues).isInstanceOf[Kept.Between])
-        s"values(${k.name})" -> (if (rangeOnly && v.nonEmpty) s"${v.size} (range only)" else v.size)
+      val perKey = o.keys.zip(values).zipWithIndex.map { case ((k, v), i) =>
+        s"values(${k.name})" -> (if (rangeOnly.getOrElse(i, false)) s"${v.size} (range only)"
+          else v.size)
       }
       val numbers = Seq(
         "smallSideRows" -> side.rows.size,

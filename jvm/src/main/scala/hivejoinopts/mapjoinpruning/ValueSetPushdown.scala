@@ -265,10 +265,10 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
   }
 
   /**
-   * The predicate for `target` given its sorted `columnValues`. Partition columns get the whole
-   * set; data columns get what [[kept]] keeps: the range, and the set too where it says so.
+   * The predicate for `target` given its sorted `columnValues` and what [[kept]] keeps of them.
+   * Partition columns get the whole set; data columns the range, and the set too where kept.
    */
-  def predicate(target: Target, values: Seq[Any], maxInValues: Int): Expression = {
+  def predicate(target: Target, values: Seq[Any], kept: Kept): Expression = {
     val column = target.column
     if (values.isEmpty) {
       Literal.FalseLiteral
@@ -278,7 +278,7 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
         val range = And(
           GreaterThanOrEqual(column, Literal(values.head, column.dataType)),
           LessThanOrEqual(column, Literal(values.last, column.dataType)))
-        kept(values, column.dataType, maxInValues) match {
+        kept match {
           case Kept.OneOf(set) => And(range, in(column, set))
           case _ => range
         }
