@@ -25,7 +25,8 @@ private[mapjoinpruning] object SmallSideCache {
   private val MaxEntries = 64
   private val MaxBytes = 32L << 20
 
-  private val entries = new java.util.LinkedHashMap[AnyRef, Either[String, SmallSideRows]](16, 0.75f, true)
+  private val entries =
+    new java.util.LinkedHashMap[AnyRef, Either[String, SmallSideRows]](16, 0.75f, true)
   private var cachedBytes = 0L
 
   /** The key of `plan`'s rows, or None when they may change while the key stays the same. */

@@ -554,6 +554,15 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
     }
   }
 
+  /** Writes other files where `view`'s relation lists its files, then lists them again. */
+  private def replaceFiles(view: String)(write: String => Unit): Unit = {
+    val location = spark.table(view).queryExecution.analyzed.collectFirst {
+      case r: LogicalRelation => r.relation.asInstanceOf[HadoopFsRelation].location
+    }.get
+    write(location.rootPaths.head.toString)
+    location.refresh()
+  }
+
   test("a later query reuses a small side's rows until the side's files change") {
     withStar() {
       def decision(): Decision = {
@@ -571,12 +580,10 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
       val before = sql(starQuery).collect().toSeq
 
       // The same relation, listed again over other files: other keys have c = 3.
-      val location = spark.table("dim").queryExecution.analyzed.collectFirst {
-        case r: LogicalRelation => r.relation.asInstanceOf[HadoopFsRelation].location
-      }.get
-      spark.range(0, 100).selectExpr("CAST((id + 5) % 100 AS INT) AS k", "id % 10 AS c",
-        "id * 10 AS w").write.mode("overwrite").parquet(location.rootPaths.head.toString)
-      location.refresh()
+      replaceFiles("dim") { path =>
+        spark.range(0, 100).selectExpr("CAST((id + 5) % 100 AS INT) AS k", "id % 10 AS c",
+          "id * 10 AS w").write.mode("overwrite").parquet(path)
+      }
       assert(!evaluationMs(decision()).contains("cached"))
       checkSameAnswer(sql(starQuery))
       assert(sql(starQuery).collect().toSeq != before)
@@ -601,12 +608,9 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
           val before = sql(query).collect().toSeq
 
           // The subquery's table gets other files: max(c) becomes 7.
-          val location = spark.table("pick").queryExecution.analyzed.collectFirst {
-            case r: LogicalRelation => r.relation.asInstanceOf[HadoopFsRelation].location
-          }.get
-          spark.range(4, 8).selectExpr("id AS c").write.mode("overwrite")
-            .parquet(location.rootPaths.head.toString)
-          location.refresh()
+          replaceFiles("pick") { path =>
+            spark.range(4, 8).selectExpr("id AS c").write.mode("overwrite").parquet(path)
+          }
           assert(!evaluationMs().contains("cached"))
           checkSameAnswer(sql(query))
           assert(sql(query).collect().toSeq != before)
