@@ -150,10 +150,13 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
       big: Side,
       found: Found,
       bypass: Seq[Side]): Either[Declined, Rewrite[LogicalPlan]] = {
-    val (b, o) = (c.input(big), c.input(big.other))
     val keys = found.keys.get
     val hint = keys.source == SkewSource.Hint
     val forms = this.forms
+    // Sizes as the sample found them: a filter Spark counts as keeping every row shrinks the
+    // skew, and the shuffle the split saves, but not what its second reads scan.
+    val b = found.sample.fold(c.input(big))(forms.measured(c.input(big), _))
+    val o = c.input(big.other)
     for {
       _ <- declineIf(!hint && !(b.sizeKnown && o.sizeKnown))(
         "sizes unknown: without a SKEW hint the join keeps its plan", c.numbers: _*)

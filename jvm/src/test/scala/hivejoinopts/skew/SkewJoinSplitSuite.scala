@@ -158,6 +158,23 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     assert(salted.straggler == 0 && !salted.pays)
   }
 
+  test("the estimate sizes the big side by the rows its sample found, not Spark's estimate") {
+    // Without column statistics Spark estimates a filter to keep every row; the sample counts
+    // the tenth that `v < 300` keeps.
+    withSkewConf() {
+      def numbers(query: String) =
+        decisions(sql(query)).find(_.candidate.startsWith("INNER")).get.numbers.toMap
+      // The join drops the tenth of `big` with a NULL key.
+      val all = numbers(select("INNER", "big.k = small.k"))
+      def near(bytes: String, expected: Double) = math.abs(bytes.toDouble - expected) <= 1
+      assert(near(all("bigSideJoinBytes"), all("leftBytes").toDouble * 0.9), all)
+      val filtered = numbers("SELECT big.k, big.v, small.w FROM (SELECT * FROM big WHERE " +
+        "v < 300) big JOIN small ON big.k = small.k")
+      assert(filtered("leftBytes") == all("leftBytes"), filtered)
+      assert(near(filtered("bigSideJoinBytes"), all("leftBytes").toDouble * 0.09), filtered)
+    }
+  }
+
   test("a split steps aside where its second reads repeat a filter on a column the join drops") {
     // Key 7 holds half of `padded`; `pad` is wide and never reaches the join. On three slots
     // the union form pays for reading `padded`'s keys and values twice more (the map-side and

@@ -80,7 +80,7 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
         // the other side, and of the big side the row groups that may hold a skewed key.
         val reread = rereadShare(b, skew)
         val shuffleSkew = SplitPayoff.ShuffleCostPerByte * skew.rowShare.getOrElse(1.0) *
-          b.bytes.toDouble
+          b.joinBytes
         val readAgain = reread.getOrElse(1.0) * b.scanBytes.toDouble + o.scanBytes.toDouble
         Right(ChosenForm(if (shuffleSkew >= readAgain) SplitForm.Union else SplitForm.Salted,
           reread))
@@ -112,6 +112,18 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
     case _ => None
   }
 
+  /**
+   * `b` with the rows its sample found against the rows of its Parquet table, from the footers
+   * (at most `skewJoin.skipFiles.maxFiles` files, within the time bound); `b` as it is where
+   * they do not tell.
+   */
+  def measured(b: Input, sample: KeySample): Input = b.plan.collectLeaves() match {
+    case Seq(FileRelation(fs)) if fs.fileFormat.isInstanceOf[ParquetFileFormat] =>
+      RowGroupOverlap.rowsAtLeast(session, fs, Nil, SKEW_JOIN_SKIP_FILES_MAX_FILES(conf),
+        footerDeadline(conf)).fold(b)(b.measuredBy(sample, _))
+    case _ => b
+  }
+
   /** Buckets of the salted form: the flag, else sized from the skewed rows' share. */
   def saltBuckets(skew: SkewedKeys): Int = {
     val partitions = conf.numShufflePartitions
@@ -134,7 +146,7 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
       fit: BroadcastFit,
       buckets: Int): SplitPayoff.Estimate = {
     val heaviest = sample.top.headOption.map(t => sample.share(t._2)).getOrElse(0.0)
-    SplitPayoff.estimate(chosen.form, taskSlots, b.bytes.toDouble, o.bytes.toDouble,
+    SplitPayoff.estimate(chosen.form, taskSlots, b.joinBytes, o.bytes.toDouble,
       b.scanBytes.toDouble, o.scanBytes.toDouble, heaviest, skew.rowShare.getOrElse(heaviest),
       chosen.reread.getOrElse(1.0), !Side.otherCanBeCopied(j.joinType, b.side),
       Try(fit.otherBytes.toDouble).getOrElse(0.0), buckets)

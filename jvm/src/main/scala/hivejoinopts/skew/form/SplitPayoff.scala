@@ -5,9 +5,10 @@ package hivejoinopts.skew.form
  *
  * Costs are in bytes of scan work on one task slot (a byte shuffled costs
  * `ShuffleCostPerByte` bytes read). Spark's shuffle join stage does `stage` =
- * ShuffleCostPerByte * (B + O) of work on the rows the inputs hand to the join, spread over the
- * cluster's task slots, except that one task holds the heaviest key's rows of B: the stage lasts
- * max(heavy, stage / slots), and the split removes `straggler` = max(0, heavy - stage / slots).
+ * ShuffleCostPerByte * (B + O) of work on the rows the inputs hand to the join (B as a sample of
+ * it found them), spread over the cluster's task slots, except that one task holds the heaviest
+ * key's rows of B: the stage lasts max(heavy, stage / slots), and the split removes `straggler` =
+ * max(0, heavy - stage / slots).
  * What the split costs or saves besides depends on its form:
  *  - union: it no longer shuffles the skewed keys' rows, and reads its inputs again at what
  *    their scans read (the columns their filters use too, not only those the join takes): of B
@@ -29,6 +30,7 @@ private[skew] object SplitPayoff {
 
   final case class Estimate(
       slots: Int,
+      bBytes: Double,
       heaviestShare: Double,
       stageTime: Double,
       straggler: Double,
@@ -41,6 +43,7 @@ private[skew] object SplitPayoff {
 
     def numbers: Seq[(String, Any)] = Seq(
       "taskSlots" -> slots,
+      "bigSideJoinBytes" -> f"$bBytes%.0f",
       "heaviestKeyShare" -> f"${heaviestShare * 100}%.1f%%",
       "stageBytesPerSlot" -> f"$stageTime%.0f",
       "stragglerBytes" -> f"$straggler%.0f",
@@ -49,7 +52,7 @@ private[skew] object SplitPayoff {
   }
 
   /**
-   * @param bBytes         the skewed side's size, as it reaches the join
+   * @param bBytes         the skewed side's size as it reaches the join (`Input.joinBytes`)
    * @param oBytes         the other side's size, as it reaches the join
    * @param bScanBytes     what reading the skewed side again costs ([[keys.Input.scanBytes]])
    * @param oScanBytes     what reading the other side again costs
@@ -84,6 +87,6 @@ private[skew] object SplitPayoff {
         val rereads = (reread * bScanBytes + oScanBytes) * (if (otherPreserved) 2 else 1)
         (rereads, rereads - ShuffleCostPerByte * skewShare * bBytes)
     }
-    Estimate(slots, heaviestShare, even, straggler, extra / slots, rereads / slots)
+    Estimate(slots, bBytes, heaviestShare, even, straggler, extra / slots, rereads / slots)
   }
 }

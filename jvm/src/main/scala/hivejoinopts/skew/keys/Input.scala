@@ -7,6 +7,8 @@ import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUti
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.internal.SQLConf
 
+import hivejoinopts.scan.KeySample
+
 /** A side of a join. */
 private[skew] sealed abstract class Side(val name: String) {
   def other: Side
@@ -37,10 +39,30 @@ private[skew] object Side {
   }
 }
 
-/** What one side of the join looks like to the rule. */
-private[skew] final case class Input(side: Side, plan: LogicalPlan, keys: Seq[Expression]) {
+/**
+ * What one side of the join looks like to the rule; `measuredRowShare` is the share of its
+ * table's rows that a sample of the input found ([[measuredBy]]).
+ */
+private[skew] final case class Input(
+    side: Side,
+    plan: LogicalPlan,
+    keys: Seq[Expression],
+    measuredRowShare: Double = 1.0) {
 
   lazy val bytes: BigInt = plan.stats.sizeInBytes
+
+  /**
+   * The bytes the input hands to the join: Spark's estimate, scaled by the share of its table's
+   * rows a sample found. Without column statistics Spark estimates a filter to keep every row,
+   * so a month of `lineitem` counts as all of it.
+   */
+  def joinBytes: Double = bytes.toDouble * measuredRowShare
+
+  /** This input with the rows `sample` found, when fewer than the `tableRows` it reads. */
+  def measuredBy(sample: KeySample, tableRows: Long): Input =
+    if (tableRows <= 0) this
+    else copy(measuredRowShare =
+      math.min(1.0, sample.rowsOf(sample.sampledRows) / tableRows.toDouble))
 
   /** Spark gives a plan it cannot estimate `defaultSizeInBytes`. */
   def sizeKnown: Boolean = bytes < SQLConf.get.defaultSizeInBytes
