@@ -29,8 +29,8 @@ import hivejoinopts.skew.keys.{Input, LeftSide, Side, SkewedKeys}
  *
  * `auto` picks the union form when shuffling the skewed keys' rows costs more than reading the
  * inputs again (at what their scans read): all of O, and of B the row groups whose Parquet
- * statistics may hold a skewed key (all of B when the footers do not tell), else the salted form. Detected skew must also pay
- * for its split ([[SplitPayoff]]).
+ * statistics may hold a skewed key (all of B when the footers do not tell), else the salted
+ * form. Detected skew must also pay for its split ([[SplitPayoff]]).
  */
 private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
 
