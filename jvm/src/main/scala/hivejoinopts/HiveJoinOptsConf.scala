@@ -135,11 +135,13 @@ object HiveJoinOptsConf {
 
   val SKEW_JOIN_SKIP_FILES_MAX_FILES: Flag[Int] = flag(Flag.int(
     PREFIX + "skewJoin.skipFiles.maxFiles",
-    "In the union form, when the big side is a Parquet table of at most this many files, the " +
+    "When the big side of a skewed join is a Parquet table of at most this many files, the " +
       "footers of its files are read on the driver (side by side, kept for later queries, " +
-      "within skewJoin.detection.maxTime): the map-side branch drops the files that hold no " +
-      "skewed key and the shuffle branch the files that hold nothing else, so no task opens " +
-      "them. 0 turns it off.",
+      "within skewJoin.detection.maxTime). Their row counts size the input against the rows " +
+      "its skew sample found, so the split's estimate does not take Spark's guess for a " +
+      "filter. In the union form the map-side branch drops the files that hold no skewed key " +
+      "and the shuffle branch the files that hold nothing else, so no task opens them. 0 " +
+      "turns both off.",
     V010, default = 1000, _ >= 0, "Must be a number of files, 0 or more."))
 
   val SKEW_JOIN_SALT_BUCKETS: Flag[Int] = flag(Flag.int(

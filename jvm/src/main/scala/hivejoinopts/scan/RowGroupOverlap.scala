@@ -86,26 +86,31 @@ private[hivejoinopts] object RowGroupOverlap {
 
   /**
    * At least how many rows the relation has with none of `notNull` NULL, from the footers of all
-   * its files: their rows less the NULLs the footers count in those columns. None when it has
-   * more than `maxFiles` files, or a footer was not read by the deadline or counts no NULLs.
+   * its files: their rows less the NULLs the footers count in those columns. The rows are counted
+   * on `countOn`, else the first of `notNull`, else the first column: footers are cached per
+   * column, so counting on a column the caller reads anyway opens each footer once. None when it
+   * has more than `maxFiles` files, or a footer was not read by the deadline or counts no NULLs.
    */
   def rowsAtLeast(
       session: SparkSession,
       relation: HadoopFsRelation,
       notNull: Seq[String],
       maxFiles: Int,
-      deadlineNanos: Long): Option[Long] = relation.location match {
+      deadlineNanos: Long,
+      countOn: Option[String] = None): Option[Long] = relation.location match {
     case index: PartitioningAwareFileIndex if relation.dataSchema.nonEmpty =>
       val files = index.allFiles().filter(f => isDataFile(f.getPath))
       if (files.size > maxFiles) None
       else {
-        def rowGroups(column: String): Option[Seq[RowGroupStats]] = {
+        val read = scala.collection.mutable.Map.empty[String, Option[Seq[RowGroupStats]]]
+        def rowGroups(column: String): Option[Seq[RowGroupStats]] = read.getOrElseUpdate(column, {
           val chunks = ParquetFooters.column(files, column, session, relation.options,
             deadlineNanos)
           if (chunks.exists(_.isEmpty)) None else Some(chunks.flatten.flatMap(_.rowGroups))
-        }
+        })
         for {
-          rows <- rowGroups(relation.dataSchema.head.name).map(_.map(_.rows).sum)
+          rows <- rowGroups(countOn.orElse(notNull.headOption)
+            .getOrElse(relation.dataSchema.head.name)).map(_.map(_.rows).sum)
           nulls <- notNull.foldLeft(Option(0L)) { (sum, c) =>
             for (s <- sum; groups <- rowGroups(c); counts <- sequence(groups.map(_.nulls)))
               yield s + counts.sum

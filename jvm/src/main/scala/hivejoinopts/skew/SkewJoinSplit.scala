@@ -153,19 +153,20 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
     val keys = found.keys.get
     val hint = keys.source == SkewSource.Hint
     val forms = this.forms
-    // Sizes as the sample found them: a filter Spark counts as keeping every row shrinks the
-    // skew, and the shuffle the split saves, but not what its second reads scan.
-    val b = found.sample.fold(c.input(big))(forms.measured(c.input(big), _))
+    val input = c.input(big)
     val o = c.input(big.other)
     for {
-      _ <- declineIf(!hint && !(b.sizeKnown && o.sizeKnown))(
+      _ <- declineIf(!hint && !(input.sizeKnown && o.sizeKnown))(
         "sizes unknown: without a SKEW hint the join keeps its plan", c.numbers: _*)
       fit = forms.fitBroadcast(o, keys.keyIndexes, keys, hint)
       _ <- declineIf(fit.kept.isEmpty)(s"the ${o.side} side's rows for the skewed keys " +
-        s"(${keys.describe(keyTypes(b, keys))}) are above skewJoin.maxBroadcastBytes (keys " +
+        s"(${keys.describe(keyTypes(input, keys))}) are above skewJoin.maxBroadcastBytes (keys " +
         "skewed on both sides stay in the shuffle join)",
         c.numbers :+ ("otherSideSkewBytes" -> fit.otherBytes): _*)
       skew = keys.copy(values = fit.kept)
+      // Sizes as the sample found them: a filter Spark counts as keeping every row shrinks the
+      // skew, and the shuffle the split saves, but not what its second reads scan.
+      b = found.sample.fold(input)(forms.measured(input, _, skew))
       chosen <- forms.choose(c.join, b, o, skew).left.map(Declined(_, c.numbers))
       _ <- declineIf(chosen.form == SplitForm.Union &&
           !Side.otherCanBeCopied(c.join.joinType, b.side) && c.others.nonEmpty)(

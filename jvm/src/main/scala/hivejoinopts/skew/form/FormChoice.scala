@@ -115,14 +115,17 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
   /**
    * `b` with the rows its sample found against the rows of its Parquet table, from the footers
    * (at most `skewJoin.skipFiles.maxFiles` files, within the time bound); `b` as it is where
-   * they do not tell.
+   * they do not tell. The rows are counted on the skewed key's column, whose footers
+   * [[rereadShare]] reads too.
    */
-  def measured(b: Input, sample: KeySample): Input = b.plan.collectLeaves() match {
-    case Seq(FileRelation(fs)) if fs.fileFormat.isInstanceOf[ParquetFileFormat] =>
-      RowGroupOverlap.rowsAtLeast(session, fs, Nil, SKEW_JOIN_SKIP_FILES_MAX_FILES(conf),
-        footerDeadline(conf)).fold(b)(b.measuredBy(sample, _))
-    case _ => b
-  }
+  def measured(b: Input, sample: KeySample, skew: SkewedKeys): Input =
+    b.plan.collectLeaves() match {
+      case Seq(FileRelation(fs)) if fs.fileFormat.isInstanceOf[ParquetFileFormat] =>
+        val keyColumn = skew.keyIndexes.headOption.flatMap(i => KeyColumn.of(b.plan, b.keys(i)))
+        RowGroupOverlap.rowsAtLeast(session, fs, Nil, SKEW_JOIN_SKIP_FILES_MAX_FILES(conf),
+          footerDeadline(conf), keyColumn.map(_._2.name)).fold(b)(b.measuredBy(sample, _))
+      case _ => b
+    }
 
   /** Buckets of the salted form: the flag, else sized from the skewed rows' share. */
   def saltBuckets(skew: SkewedKeys): Int = {
