@@ -95,6 +95,13 @@ object HiveJoinOptsConf {
       "input's estimated row count.",
     V010, default = 1000000L, _ > 0, "Must be a positive number of rows."))
 
+  val SKEW_JOIN_DETECTION_MAX_SUBQUERY_BYTES: Flag[Long] = flag(Flag.bytes(
+    PREFIX + "skewJoin.detection.maxSubqueryBytes",
+    "A join input filtered by a subquery (IN, EXISTS or scalar, before Spark turns it into a " +
+      "join) is sampled only when its subqueries read at most this many bytes (estimated from " +
+      "statistics): the sample runs them while planning, and the query then runs them again.",
+    V010, default = "10m", _ >= 0, "Must be a size of zero or more."))
+
   val SKEW_JOIN_DETECTION_MAX_TIME: Flag[Long] = flag(Flag.duration(
     PREFIX + "skewJoin.detection.maxTime",
     "The sampling job is cancelled after this long and the join keeps its plan. Also bounds " +

@@ -5,10 +5,10 @@ import scala.util.control.NonFatal
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, Descending, Expression, If, IsNotNull, IsNull, Literal, Or, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Ascending, Descending, Expression, If, IsNotNull, IsNull, Literal, Or, SortOrder, SubqueryExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.Count
 import org.apache.spark.sql.catalyst.plans.QueryPlan
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, CollectMetrics, Filter, Limit, LogicalPlan, Project, RepartitionByExpression, Sample, Sort}
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, CollectMetrics, Filter, LeafNode, Limit, LogicalPlan, Project, RepartitionByExpression, Sample, Sort}
 import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
 
 import hivejoinopts.HiveJoinOptsConf
@@ -48,7 +48,8 @@ private[hivejoinopts] final case class KeySample(
  * Samples the key of a join input: a bounded job (about `skewJoin.detection.sampleRows` rows,
  * cancelled after `skewJoin.detection.maxTime`) that counts the key and returns only the
  * heaviest keys: the skewed keys of a join, or whether a coarser key has values enough
- * ([[hivejoinopts.correlation.CoarsenJoinShuffle]]). Only plain inputs (a relation, projected and filtered) are sampled.
+ * ([[hivejoinopts.correlation.CoarsenJoinShuffle]]). Only plain inputs (a relation, projected and filtered) are sampled,
+ * and only when their subqueries read at most `skewJoin.detection.maxSubqueryBytes`.
  * Results are cached per input and table version (the files' paths, sizes and modification
  * times, or the table's DDL time), so repeated queries do not sample again.
  */
@@ -84,6 +85,11 @@ private[hivejoinopts] object KeySampler extends Logging {
     }
     if (!keys.forall(_.deterministic)) return Left("the join key is not deterministic")
     val conf = session.sessionState.conf
+    val subqueryBytes = subqueryReads(input)
+    if (subqueryBytes > HiveJoinOptsConf.SKEW_JOIN_DETECTION_MAX_SUBQUERY_BYTES(conf)) {
+      return Left(s"the input is filtered by a subquery that reads $subqueryBytes bytes, more " +
+        "than skewJoin.detection.maxSubqueryBytes: a sample would run it while planning")
+    }
     val version = JoinKeys.relationOf(input).flatMap(TableVersion.ofTable)
     // Keys by their position in the input, not their ids: a table read twice in one query (or
     // a query analyzed again) gets new ids for the same columns, and must hit the same sample.
@@ -100,6 +106,15 @@ private[hivejoinopts] object KeySampler extends Logging {
         }
     }
   }
+
+  /**
+   * The bytes the subqueries in `input`'s expressions read (an IN or scalar subquery that Spark
+   * has not turned into a join yet): a sample of `input` runs them as well, and the query then
+   * runs them again.
+   */
+  private def subqueryReads(input: LogicalPlan): BigInt =
+    input.flatMap(_.expressions).flatMap(_.collect { case s: SubqueryExpression => s.plan })
+      .flatMap(_.collectWithSubqueries { case l: LeafNode => l.stats.sizeInBytes }).sum
 
   /** The input's row count: from statistics, else its size over the width of its rows. */
   def estimatedRows(input: LogicalPlan): Double = {

@@ -150,6 +150,39 @@ class KeySamplerSuite extends SkewJoinTestBase {
     }
   }
 
+  test("an input filtered by a subquery is sampled only when the subquery reads little") {
+    def sampleOf(query: String) = {
+      val input = spark.sql(query).queryExecution.optimizedPlan
+      KeySampler.sample(spark, input, Seq(input.output.head), 5)
+    }
+    def withMaxSubqueryBytes(max: BigInt)(f: => Unit): Unit = {
+      KeySampler.clearCache()
+      withConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_MAX_SUBQUERY_BYTES.key -> max.toString)(f)
+    }
+    def bytes(table: String) = spark.table(table).queryExecution.optimizedPlan.stats.sizeInBytes
+    val scalar = "SELECT k FROM big WHERE v > (SELECT min(w) FROM small)"
+    val nested = "SELECT k FROM big WHERE v > (SELECT min(w) FROM small WHERE w > " +
+      "(SELECT min(v) FROM big))"
+    withSkewConf() {
+      withMaxSubqueryBytes(bytes("small") + bytes("big")) {
+        assert(sampleOf(scalar).map(_.top.head._1) == Right(Seq(7L)))
+        assert(sampleOf(nested).isRight)
+      }
+      withMaxSubqueryBytes(bytes("small") - 1) {
+        Seq(scalar, nested).foreach { q =>
+          val reason = sampleOf(q).left.toOption.get
+          assert(reason.contains("filtered by a subquery") && reason.contains("while planning"),
+            reason)
+        }
+      }
+      // At the bound with the small table alone, over it with the nested subquery's read.
+      withMaxSubqueryBytes(bytes("small")) {
+        assert(sampleOf(scalar).isRight)
+        assert(sampleOf(nested).isLeft)
+      }
+    }
+  }
+
   test("plain inputs only: an aggregate is not sampled") {
     withSkewConf() {
       val input = spark.sql("SELECT k, count(*) FROM big GROUP BY k").queryExecution.optimizedPlan
