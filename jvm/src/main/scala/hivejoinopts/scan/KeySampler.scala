@@ -48,10 +48,11 @@ private[hivejoinopts] final case class KeySample(
  * Samples the key of a join input: a bounded job (about `skewJoin.detection.sampleRows` rows,
  * cancelled after `skewJoin.detection.maxTime`) that counts the key and returns only the
  * heaviest keys: the skewed keys of a join, or whether a coarser key has values enough
- * ([[hivejoinopts.correlation.CoarsenJoinShuffle]]). Only plain inputs (a relation, projected and filtered) are sampled,
- * and only when their subqueries read at most `skewJoin.detection.maxSubqueryBytes`.
- * Results are cached per input and table version (the files' paths, sizes and modification
- * times, or the table's DDL time), so repeated queries do not sample again.
+ * ([[hivejoinopts.correlation.CoarsenJoinShuffle]]). Only plain inputs (a relation, projected
+ * and filtered) are sampled, and only when their subqueries read at most
+ * `skewJoin.detection.maxSubqueryBytes`. Results are cached per input and table version (the
+ * files' paths, sizes and modification times, or the table's DDL time), so repeated queries do
+ * not sample again.
  */
 private[hivejoinopts] object KeySampler extends Logging {
 
@@ -108,9 +109,9 @@ private[hivejoinopts] object KeySampler extends Logging {
   }
 
   /**
-   * The bytes the subqueries in `input`'s expressions read (an IN or scalar subquery that Spark
-   * has not turned into a join yet): a sample of `input` runs them as well, and the query then
-   * runs them again.
+   * The bytes the subqueries in `input`'s expressions read (an IN, EXISTS or scalar subquery
+   * that Spark has not turned into a join yet): a sample of `input` runs them as well, and the
+   * query then runs them again.
    */
   private def subqueryReads(input: LogicalPlan): BigInt =
     input.flatMap(_.expressions).flatMap(_.collect { case s: SubqueryExpression => s.plan })
