@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The one entry point of hive-join-opts.
 #
-#   ./build.sh demo     set up, build the JARs, run the demo (local Spark, generated data)
+#   ./build.sh demo     set up, build the default Spark line's JAR, run the demo (local Spark,
+#                       generated data)
 #   ./build.sh test     set up, build, run every test: ScalaTest under Maven and pytest on the
 #                       default Spark line, then the check of every other line in its own venv
 #   ./build.sh test --spark 3.5   the whole suite on one Spark line instead (a developer's run)
-#   ./build.sh bench    set up, build, run the benchmark (arguments go to `hive-join-opts bench`)
+#   ./build.sh bench    set up, build the default line's JAR, run the benchmark (arguments go
+#                       to `hive-join-opts bench`)
 #   ./build.sh wheel    set up, build, write the wheel to dist/ with one JAR per Spark line
-#   ./build.sh setup    only create .venv and build the JARs
+#   ./build.sh setup    only create .venv and build the JARs (one per Spark line)
 #   ./build.sh jar      only build the JARs (when the Scala sources changed)
 #   ./build.sh clean    remove .venv, build output and copied JARs
 #
@@ -90,17 +92,21 @@ setup_venv() {
   export PYSPARK_PYTHON="$VENV/bin/python" PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
 }
 
-# Builds one JAR per Spark line (a Maven profile each), and beside it the benchmark's JAR, when
-# the pom or the main or bench sources changed since that line's last build, and puts exactly
-# those JARs into the Python package (the benchmark's under jars/bench).
+# Builds the JARs of the given Maven profiles (by default every profile: one JAR per Spark
+# line), each with the benchmark's JAR beside it, when the pom or the main or bench sources
+# changed since that profile's last build. The Python package then holds every JAR built from
+# the current sources (the benchmark's under jars/bench), those of the profiles not asked for
+# this time included, and no other: a JAR of older sources or of another version goes.
 build_jars() {
-  local hash profile dir jar wanted=()
+  local hash profile dir jar asked wanted=()
   hash=$( (cat jvm/pom.xml; find jvm/src/main jvm/src/bench -type f | LC_ALL=C sort | xargs cat) \
     | sha256sum | cut -c1-40)
+  asked=" ${*:-$(jar_profiles | tr '\n' ' ')} "
   for profile in $(jar_profiles); do
     dir="jvm/target/${profile}"
     jar=$(ls "$dir"/hive-join-opts-*.jar 2>/dev/null | grep -v -e sources -e tests -e bench | head -n1 || true)
     if [ -z "$jar" ] || [ "$(cat "$dir/.main-sources.sha" 2>/dev/null)" != "$hash" ]; then
+      [[ "$asked" == *" $profile "* ]] || continue
       say "building the extension JAR for ${profile/-/ } with Maven"
       "${MVN[@]}" -q package -DskipTests "-P$profile"
       echo "$hash" > "$dir/.main-sources.sha"
@@ -124,11 +130,17 @@ build_jars() {
   done
 }
 
+# .venv and the JARs of the given profiles (by default every line's).
 setup() {
   check_tools
   setup_venv
-  build_jars
+  build_jars "$@"
 }
+
+# The demo and the benchmark run in .venv, on the default line's pyspark: its JAR is all they
+# load. The other lines' JARs are built by the commands that ship or check them (test, wheel,
+# jar) and by setup.
+setup_default_line() { setup "$(profile_for "$DEFAULT_LINE")"; }
 
 # A virtual environment of its own for a line's pyspark, kept under $CACHE between runs.
 line_venv() {
@@ -222,12 +234,12 @@ run_tests() {
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
-  demo)  setup; "$VENV/bin/hive-join-opts" demo "$@" ;;
+  demo)  setup_default_line; "$VENV/bin/hive-join-opts" demo "$@" ;;
   test)  setup; run_tests "$@" ;;
-  bench) setup; "$VENV/bin/hive-join-opts" bench "$@" ;;
+  bench) setup_default_line; "$VENV/bin/hive-join-opts" bench "$@" ;;
   wheel) setup; build_wheel ;;
   setup) setup ;;
   jar)   check_tools; build_jars ;;
   clean) rm -rf "$VENV" jvm/target dist build python/*.egg-info "$JAR_DIR"/*.jar ;;
-  *)     sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || exit 2 ;;
+  *)     sed -n '2,/^# Needs/p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || exit 2 ;;
 esac
