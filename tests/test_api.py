@@ -81,6 +81,24 @@ def test_jar_path_refuses_two_jars_for_one_line(tmp_path, monkeypatch):
         hive_join_opts.jar_path("4.2.1")
 
 
+def test_a_line_of_the_release_whose_jar_is_not_built_says_how_to_build_it(tmp_path, monkeypatch):
+    # A source checkout after './build.sh demo': only the default line's JAR is built.
+    with zipfile.ZipFile(tmp_path / "hive-join-opts-0.1.0-spark4.2_2.13.jar", "w") as zf:
+        zf.writestr("hivejoinopts/build-info.properties",
+                    "version=0.1.0\nspark.lines=4.2,4.3\nrelease.spark.lines=3.5, 4.0, 4.1, 4.2, 4.3\n")
+    monkeypatch.setattr(_jar, "JAR_DIR", tmp_path)
+    assert hive_join_opts.jar_path("4.2.1").endswith("spark4.2_2.13.jar")
+    with pytest.raises(hive_join_opts.UnsupportedSparkError,
+                       match=r"JAR for Spark 3\.5 is not built.*\./build\.sh jar"):
+        hive_join_opts.jar_path("3.5.9")
+    problem = _jar.unsupported_message("3.5.9", "the installed pyspark")
+    assert problem.startswith(
+        "The JAR for Spark 3.5 is not built (the installed pyspark is Spark 3.5.9)"), problem
+    assert "./build.sh jar" in problem
+    with pytest.raises(hive_join_opts.UnsupportedSparkError, match=r"no build for Spark 3\.4"):
+        hive_join_opts.jar_path("3.4.1")
+
+
 @pytest.mark.filterwarnings("ignore:A Spark session is already running")
 def test_configure_appends_jar_and_extension_without_overwriting():
     builder = (SparkSession.builder

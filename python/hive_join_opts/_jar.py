@@ -76,11 +76,27 @@ def supported_lines() -> list[str]:
     return list(jars_by_line())
 
 
+def _not_built(line: str, lines: dict[str, str]) -> str | None:
+    """What to do when `line` is a line of the release that no JAR here runs on: a source checkout
+    where './build.sh demo' or './build.sh bench' built only the default line's JAR."""
+    for jar in set(lines.values()):
+        release = build_info(jar).get("release.spark.lines", "")
+        if line in [x.strip() for x in release.split(",")]:
+            return (f"{JAR_DIR} holds the JARs for Spark {', '.join(lines)} only. In a source "
+                    "checkout run './build.sh jar' (it builds every line's JAR); otherwise "
+                    "reinstall the hive-join-opts wheel.")
+    return None
+
+
 def unsupported_message(version: str, where: str) -> str | None:
     """None when a JAR of the package runs on Spark `version`, else what is wrong."""
     lines = jars_by_line()
     if spark_line(version) in lines:
         return None
+    not_built = _not_built(spark_line(version), lines)
+    if not_built:
+        return (f"The JAR for Spark {spark_line(version)} is not built ({where} is Spark "
+                f"{version}): {not_built}")
     first, last = list(lines)[0], list(lines)[-1]
     major, minor = last.split(".")
     return (f"hive-join-opts has no build for Spark {spark_line(version)}: {where} is Spark "
@@ -101,6 +117,10 @@ def jar_path(spark_version: str | None = None) -> str:
     lines = jars_by_line()
     jar = lines.get(spark_line(version))
     if jar is None:
+        not_built = _not_built(spark_line(version), lines)
+        if not_built:
+            raise UnsupportedSparkError(
+                f"The JAR for Spark {spark_line(version)} is not built: {not_built}")
         raise UnsupportedSparkError(
             f"hive-join-opts has no build for Spark {spark_line(version)}; this release has "
             f"builds for Spark {', '.join(lines)}.")
