@@ -9,8 +9,8 @@
 #   ./build.sh bench    set up, build the default line's JAR, run the benchmark (arguments go
 #                       to `hive-join-opts bench`)
 #   ./build.sh wheel    set up, build, write the wheel to dist/ with one JAR per Spark line
-#   ./build.sh setup    only create .venv and build the JARs (one per Spark line)
-#   ./build.sh jar      only build the JARs (when the Scala sources changed)
+#   ./build.sh setup    only create .venv and build the default line's JAR
+#   ./build.sh jar      only build the JARs, one per Spark line (when the Scala sources changed)
 #   ./build.sh clean    remove .venv, build output and copied JARs
 #
 # Needs Java 17, Maven and Python >= 3.11; everything else comes from PyPI and Maven Central.
@@ -137,10 +137,14 @@ setup() {
   build_jars "$@"
 }
 
-# The demo and the benchmark run in .venv, on the default line's pyspark: its JAR is all they
-# load. The other lines' JARs are built by the commands that ship or check them (test, wheel,
-# jar) and by setup.
-setup_default_line() { setup "$(profile_for "$DEFAULT_LINE")"; }
+# .venv and the JAR of the default line, whose pyspark .venv has: all that the demo, the
+# benchmark and anything else run from .venv load. The other lines' JARs are built by the
+# commands that ship or check them: test, wheel and jar.
+setup_default_line() {
+  local profile
+  profile=$(profile_for "$DEFAULT_LINE")
+  setup "$profile"
+}
 
 # A virtual environment of its own for a line's pyspark, kept under $CACHE between runs.
 line_venv() {
@@ -238,7 +242,7 @@ case "$cmd" in
   test)  setup; run_tests "$@" ;;
   bench) setup_default_line; "$VENV/bin/hive-join-opts" bench "$@" ;;
   wheel) setup; build_wheel ;;
-  setup) setup ;;
+  setup) setup_default_line ;;
   jar)   check_tools; build_jars ;;
   clean) rm -rf "$VENV" jvm/target dist build python/*.egg-info "$JAR_DIR"/*.jar ;;
   *)     sed -n '2,/^# Needs/p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || exit 2 ;;

@@ -78,7 +78,7 @@ def supported_lines() -> list[str]:
 
 def _not_built(line: str, lines: dict[str, str]) -> str | None:
     """What to do when `line` is a line of the release that no JAR here runs on: a source checkout
-    where './build.sh demo' or './build.sh bench' built only the default line's JAR."""
+    where './build.sh demo', 'bench' or 'setup' built only the default line's JAR."""
     for jar in set(lines.values()):
         release = build_info(jar).get("release.spark.lines", "")
         if line in [x.strip() for x in release.split(",")]:
