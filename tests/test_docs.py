@@ -1,5 +1,6 @@
 """The README's flag table and conf/spark-defaults.conf list every flag the JAR declares, exactly
-as `hive-join-opts flags --markdown` / `--conf` write them; the conf file loads and validates."""
+as `hive-join-opts flags --markdown` / `--conf` write them; the conf file loads and validates. The
+links of the README and docs/ resolve, and every benchmark chart is shown."""
 
 from __future__ import annotations
 
@@ -44,3 +45,38 @@ def test_every_setting_of_spark_defaults_conf_is_accepted(spark):
             spark.conf.unset(key)
         else:
             spark.conf.set(key, before)
+
+
+def _anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives the headings of a Markdown text."""
+    anchors, seen, fenced = set(), {}, False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (found := re.match(r"#+ (.*)", line)):
+            slug = re.sub(r"[^\w\- ]", "", found.group(1).strip().lower()).replace(" ", "-")
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            anchors.add(slug if n == 0 else f"{slug}-{n}")
+    return anchors
+
+
+def test_the_docs_links_and_charts_resolve():
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for doc in docs:
+        for link in re.findall(r"\]\(([^)\s]+)\)", doc.read_text()):
+            if link.startswith(("http://", "https://")):
+                continue
+            path, _, anchor = link.partition("#")
+            target = (doc.parent / path).resolve() if path else doc
+            assert target.exists(), f"{doc.name} links to {link}, which does not exist"
+            if anchor:
+                assert anchor in _anchors(target.read_text()), (
+                    f"{doc.name} links to {link}: {target.name} has no heading with that anchor")
+    # Every benchmark chart is shown with its numbers; the README shows one per rule family.
+    results = (ROOT / "docs" / "results.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    for chart in sorted((ROOT / "python" / "hive_join_opts" / "bench" / "results").glob("*.png")):
+        assert f"(../python/hive_join_opts/bench/results/{chart.name})" in results, chart.name
+    for family in ("skewJoin", "mapJoinPruning", "correlation"):
+        assert f"(python/hive_join_opts/bench/results/{family}.png)" in readme, family
