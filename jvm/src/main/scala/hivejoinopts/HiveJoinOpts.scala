@@ -6,9 +6,8 @@ import com.fasterxml.jackson.core.JsonFactory
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.{Dataset, SparkSession}
-import org.apache.spark.sql.catalyst.QueryPlanningTracker
 import org.apache.spark.sql.catalyst.plans.logical.Command
-import org.apache.spark.sql.execution.{CommandExecutionMode, QueryExecution, SQLExecution}
+import org.apache.spark.sql.execution.{CommandExecutionMode, SQLExecution}
 
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.log.{Decision, DecisionLog, PlanningWork}

@@ -31,6 +31,7 @@ object HiveJoinOptsConf {
   def register(): Unit = entries
 
   private val V010 = "0.1.0"
+  private val V020 = "0.2.0"
 
   // ---- the whole extension ----
 
@@ -306,6 +307,29 @@ object HiveJoinOptsConf {
       "sample, whose heaviest value must also hold under skewJoin.detection.minKeyFraction). " +
       "0 or 1 checks nothing.",
     V010, default = 1000L, _ >= 0, "Must be a non-negative number of values."))
+
+  val CORRELATION_COARSEN_JOIN_SHUFFLE_MAX_KEY_FRACTION: Flag[Double] = flag(Flag.double(
+    PREFIX + "correlation.coarsenJoinShuffle.maxKeyFraction",
+    "When the coarser key's count comes from a sample, the join keeps its keys if the " +
+      "coarser key's heaviest value holds at least this fraction of the sampled rows: one task " +
+      "of the shared stage would carry it.",
+    V020, default = 0.02, f => f > 0 && f <= 1, "Must be in (0, 1]."))
+
+  val CORRELATION_COARSEN_JOIN_SHUFFLE_SAMPLE_ROWS: Flag[Long] = flag(Flag.long(
+    PREFIX + "correlation.coarsenJoinShuffle.sample.rows",
+    "About how many rows of a join input the coarser key's sample keeps.",
+    V020, default = 1000000L, _ > 0, "Must be a positive number of rows."))
+
+  val CORRELATION_COARSEN_JOIN_SHUFFLE_SAMPLE_MAX_TIME: Flag[Long] = flag(Flag.duration(
+    PREFIX + "correlation.coarsenJoinShuffle.sample.maxTime",
+    "The coarser key's sampling job is cancelled after this long, and the join keeps its keys.",
+    V020, default = "30s", _ > 0, "Must be a positive duration."))
+
+  val CORRELATION_COARSEN_JOIN_SHUFFLE_SAMPLE_MAX_SUBQUERY_BYTES: Flag[Long] = flag(Flag.bytes(
+    PREFIX + "correlation.coarsenJoinShuffle.sample.maxSubqueryBytes",
+    "A join input filtered by a subquery is sampled only when its subqueries read at most this " +
+      "many bytes (estimated from statistics): the sample runs them while planning.",
+    V020, default = "10m", _ >= 0, "Must be a size of zero or more."))
 
   /** The three rule families; each rule belongs to one and is gated by its switch. */
   sealed abstract class Family(val name: String, val switch: Flag[Boolean])

@@ -7,6 +7,7 @@ import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.test.SharedSparkSession
 
 import hivejoinopts.log.Decision
+import hivejoinopts.state.ExtensionState
 
 /**
  * The base of the project's ScalaTest suites: a local session with the extension loaded and
@@ -30,6 +31,12 @@ trait HiveJoinOptsQueryTest extends QueryTest with SharedSparkSession with Adapt
     .set("spark.sql.planChangeValidation", "true")
     .set("spark.driver.host", "127.0.0.1")
     .set("spark.driver.bindAddress", "127.0.0.1")
+
+  /** Each test starts with nothing remembered from earlier queries (samples, footers, sides). */
+  override protected def beforeEach(): Unit = {
+    super.beforeEach()
+    ExtensionState.clearAll()
+  }
 
   /** Runs `f` with the master switch set to `on`. */
   protected def withExtension[T](on: Boolean)(f: => T): T =

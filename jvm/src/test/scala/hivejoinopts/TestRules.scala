@@ -5,7 +5,8 @@ import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan}
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
-import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
+import hivejoinopts.plan.Candidates
+import hivejoinopts.rules.HiveJoinOptsLogicalRule
 
 /** Flags of the test-only rules below. */
 object TestRuleFlags {

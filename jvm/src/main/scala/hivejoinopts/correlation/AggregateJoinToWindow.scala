@@ -8,7 +8,8 @@ import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
-import hivejoinopts.rules.{Candidates, Declined, HiveJoinOptsLogicalRule, Rewrite}
+import hivejoinopts.plan.{Candidates, JoinSide, JoinSides, LeftSide, RightSide}
+import hivejoinopts.rules.{Declined, HiveJoinOptsLogicalRule, Rewrite}
 import hivejoinopts.rules.Attempt.decline
 
 /**
@@ -109,14 +110,15 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
 
   private def rewriteOuter(j: Join): Option[LogicalPlan] = {
     val sides = (aggSide(j.right), aggSide(j.left)) match {
-      case (Some(side), _) => Some((j.left, side, true))
-      case (None, Some(side)) => Some((j.right, side, false))
+      case (Some(side), _) => Some((RightSide, side))
+      case (None, Some(side)) => Some((LeftSide, side))
       case _ => None
     }
-    sides.flatMap { case (outerSide, side, aggOnRight) =>
+    sides.flatMap { case (aggregated, side) =>
+      val outerSide = aggregated.other.of(j)
       decide(Candidates.join(j)) {
         for {
-          _ <- aggregateOnDroppedSide(j, aggOnRight)
+          _ <- aggregateOnLookedUpSide(j, aggregated)
           r <- {
             val (items, conds) = InnerJoinRegion.of(outerSide)
               .map(r => (r.items, r.conditions)).getOrElse((Seq(outerSide), Nil))
@@ -128,11 +130,10 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
     }
   }
 
-  /** Only a join that drops the aggregate side's rows without a match can take the window. */
-  private def aggregateOnDroppedSide(j: Join, aggOnRight: Boolean): Either[Declined, Unit] =
+  /** Only a join that looks the aggregate side's rows up, never outputs them, takes the window. */
+  private def aggregateOnLookedUpSide(j: Join, aggregated: JoinSide): Either[Declined, Unit] =
     j.joinType match {
-      case LeftOuter | LeftSemi | LeftAnti if aggOnRight => Right(())
-      case RightOuter if !aggOnRight => Right(())
+      case t if JoinSides(t).lookedUpOnly(aggregated) => Right(())
       case LeftSemi | LeftAnti => decline(s"the aggregate is the ${j.joinType.sql} join's kept side")
       case LeftOuter | RightOuter | FullOuter =>
         decline(s"the ${j.joinType.sql} join preserves the aggregate side's rows")

@@ -14,6 +14,7 @@ import org.apache.spark.sql.hivejoinopts.Flag
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
 import hivejoinopts.rules.HiveJoinOptsPhysicalRule
+import hivejoinopts.plan.{JoinSide, JoinSides}
 
 /**
  * Job-flow correlation: a shuffled join on `(k, b)` followed by an aggregate or a join on `k`
@@ -65,7 +66,7 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
 
   private def coarsen(keys: Seq[Expression], n: Int, child: SparkPlan): Option[SparkPlan] = {
     val (chain, join) = chainToJoin(child).getOrElse(return None)
-    val sides = JoinOutputPartitioning.keptSides(join.joinType)
+    val sides = JoinSide.both.filter(JoinSides(join.joinType).keepsPartitioningOf)
     // Positions of the exchange's keys among the join keys, on a side whose partitioning the
     // join's output keeps.
     val positions = keys.map { k =>
@@ -74,8 +75,9 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
     }
     if (positions.distinct.size != positions.size ||
         positions.size >= join.leftKeys.size) return None
-    val inputs = join.children.zipWithIndex.map { case (c, side) =>
-      coarserInput(c, joinKeys(join, side), positions, n).getOrElse(return None)
+    val inputs = JoinSide.both.map { side =>
+      coarserInput(side.pick(join.left, join.right), joinKeys(join, side), positions, n)
+        .getOrElse(return None)
     }
     val candidate = s"${join.nodeName} ${join.joinType.sql} on " +
       s"(${join.leftKeys.map(_.sql).mkString(", ")}) then shuffle on (${keys.map(_.sql).mkString(", ")})"
@@ -99,8 +101,8 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
     Some(top)
   }
 
-  private def joinKeys(join: ShuffledJoin, side: Int): Seq[Expression] =
-    if (side == JoinOutputPartitioning.LeftInput) join.leftKeys else join.rightKeys
+  private def joinKeys(join: ShuffledJoin, side: JoinSide): Seq[Expression] =
+    side.pick(join.leftKeys, join.rightKeys)
 
   /**
    * The join input re-partitioned on the join keys at `positions`: its exchange on all the keys

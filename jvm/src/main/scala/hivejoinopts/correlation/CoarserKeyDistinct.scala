@@ -7,10 +7,11 @@ import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan}
 import org.apache.spark.sql.execution.adaptive.LogicalQueryStage
 import org.apache.spark.sql.execution.datasources.LogicalRelation
 import org.apache.spark.sql.execution.joins.ShuffledJoin
+import org.apache.spark.sql.internal.SQLConf
 
-import hivejoinopts.HiveJoinOptsConf
-import hivejoinopts.rules.{Candidates, JoinKeys}
-import hivejoinopts.scan.KeySampler
+import hivejoinopts.HiveJoinOptsConf._
+import hivejoinopts.plan.{Candidates, JoinKeys}
+import hivejoinopts.scan.{KeySampler, SampleBounds}
 
 /**
  * Whether the coarser key of [[CoarsenJoinShuffle]] has enough distinct values for the stage it
@@ -19,10 +20,10 @@ import hivejoinopts.scan.KeySampler
  *  - the analyzed column statistics of the table a key column is read from (a bound on what
  *    reaches the join);
  *  - without statistics, as most file tables are: a bounded sample of a join input that is a
- *    plain scan (the skew detection's sample, `skewJoin.detection.sampleRows` rows within
- *    `skewJoin.detection.maxTime`, cached per table version). The keys a sample holds, its
- *    input holds too, so their count is a lower bound; a coarser key whose heaviest value holds
- *    `skewJoin.detection.minKeyFraction` of the sample is skewed, and the join keeps its keys.
+ *    plain scan (`coarsenJoinShuffle.sample.rows` rows within `coarsenJoinShuffle.sample.maxTime`,
+ *    cached per table version). The keys a sample holds, its input holds too, so their count is
+ *    a lower bound; a coarser key whose heaviest value holds `coarsenJoinShuffle.maxKeyFraction`
+ *    of the sample is skewed, and the join keeps its keys.
  */
 private[correlation] object CoarserKeyDistinct {
 
@@ -89,17 +90,18 @@ private[correlation] object CoarserKeyDistinct {
       case None => Left("no statistics for the coarser key, and neither join input is a plain " +
         "scan to sample" -> Nil)
       case Some((input, sideKeys)) =>
-        KeySampler.sample(session, input, sideKeys, topN = 1) match {
+        val conf = session.sessionState.conf
+        KeySampler.sample(session, input, sideKeys, topN = 1, sampleBounds(conf)) match {
           case Left(why) => Left(s"no statistics for the coarser key, and its sample: $why" -> Nil)
           case Right(sample) =>
             val heaviest = sample.top.headOption.map(t => sample.share(t._2)).getOrElse(0.0)
             val numbers = sample.numbers ++ Seq(
               "sampledTable" -> Candidates.tables(input),
               "heaviestKeyShare" -> f"$heaviest%.4f")
-            val maxShare = HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION(session.sessionState.conf)
+            val maxShare = CORRELATION_COARSEN_JOIN_SHUFFLE_MAX_KEY_FRACTION(conf)
             if (heaviest >= maxShare) {
               Left(f"the coarser key is skewed: its heaviest value holds ${heaviest * 100}%.1f%%" +
-                " of the sampled rows (skewJoin.detection.minKeyFraction)" ->
+                " of the sampled rows (coarsenJoinShuffle.maxKeyFraction)" ->
                 (("distinctKeys" -> sample.distinctKeys) +: numbers))
             } else {
               Right(Estimate(sample.distinctKeys, "sample, a lower bound", numbers))
@@ -107,4 +109,11 @@ private[correlation] object CoarserKeyDistinct {
         }
     }
   }
+
+  /** What the rule's samples may cost: its own flags. */
+  private def sampleBounds(conf: SQLConf): SampleBounds = SampleBounds(
+    CORRELATION_COARSEN_JOIN_SHUFFLE_SAMPLE_ROWS(conf),
+    CORRELATION_COARSEN_JOIN_SHUFFLE_SAMPLE_MAX_TIME(conf),
+    CORRELATION_COARSEN_JOIN_SHUFFLE_SAMPLE_MAX_SUBQUERY_BYTES(conf),
+    CORRELATION_COARSEN_JOIN_SHUFFLE_SAMPLE_MAX_SUBQUERY_BYTES.key.stripPrefix(PREFIX))
 }

@@ -10,7 +10,8 @@ import org.apache.spark.sql.types.{BinaryType, BooleanType, ByteType, DataType, 
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
-import hivejoinopts.rules.{Candidates, GroupingKeys, HiveJoinOptsLogicalRule, JoinKeys, SparkJoinSelection}
+import hivejoinopts.plan.{Candidates, GroupingKeys, JoinKeys, JoinSide, JoinSides, SparkJoinSelection}
+import hivejoinopts.rules.HiveJoinOptsLogicalRule
 
 /**
  * A GROUP BY on `k` over a join on `CAST(k AS T)` runs on the join's shuffle: the aggregate also
@@ -59,9 +60,8 @@ case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogical
     }
     val grouped = a.groupingExpressions
     def isGrouped(e: Expression) = GroupingKeys.groupsBy(a, e)
-    val sideKeys = JoinOutputPartitioning.keptSides(j.joinType).map { side =>
-      pairs.map(p => if (side == JoinOutputPartitioning.LeftInput) p.left else p.right)
-    }
+    val sideKeys = JoinSide.both.filter(JoinSides(j.joinType).keepsPartitioningOf)
+      .map(_.keysOf(pairs))
     // The casts of grouped columns that complete a side's keys, on the first side they complete.
     val added = sideKeys.iterator.map(_.filterNot(isGrouped)).collectFirst {
       case missing if missing.nonEmpty && missing.forall(castOfGrouped(_, a)) => missing

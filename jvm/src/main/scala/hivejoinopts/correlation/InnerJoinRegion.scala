@@ -1,9 +1,8 @@
 package hivejoinopts.correlation
 
-import org.apache.spark.sql.catalyst.analysis.MultiInstanceRelation
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeMap, AttributeSet, Expression, IsNotNull, PredicateHelper}
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeSet, Expression, IsNotNull, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.{Inner, JoinType}
-import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, JoinHint, LeafNode, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, JoinHint, LogicalPlan, Project}
 
 /**
  * A tree of inner joins seen as what it computes: the items it joins and the conjuncts that hold
@@ -95,33 +94,6 @@ private[correlation] object InnerJoinRegion extends PredicateHelper {
   def join(left: LogicalPlan, right: LogicalPlan, joinType: JoinType,
       conds: Seq[Expression]): LogicalPlan =
     Join(left, right, joinType, conds.reduceOption(And), JoinHint.NONE)
-
-  /**
-   * A copy of `plan` with new expression ids, so that it can be used a second time in the same
-   * query; None for plans made of other nodes than scans, filters and projections.
-   */
-  def freshCopy(plan: LogicalPlan): Option[(LogicalPlan, AttributeMap[Attribute])] = plan match {
-    case leaf: LeafNode with MultiInstanceRelation =>
-      val copy = leaf.newInstance()
-      Some(copy -> AttributeMap(leaf.output.zip(copy.output)))
-    case Filter(cond, child) =>
-      freshCopy(child).map { case (c, map) => Filter(PlanMerger.rename(cond, map), c) -> map }
-    case Project(list, child) =>
-      freshCopy(child).map { case (c, map) =>
-        val renamed = list.map {
-          case a: Attribute => map.getOrElse(a, a)
-          case al @ Alias(e, name) =>
-            Alias(PlanMerger.rename(e, map), name)(qualifier = al.qualifier,
-              explicitMetadata = al.explicitMetadata)
-          case other => return None
-        }
-        val outMap = AttributeMap(map.toSeq ++ list.zip(renamed).collect {
-          case (al: Alias, n) => al.toAttribute -> n.toAttribute
-        })
-        Project(renamed, c) -> outMap
-      }
-    case _ => None
-  }
 
   /** True when `plan` selects rows by more than null checks, so a semi join on it can reduce. */
   def isSelective(plan: LogicalPlan): Boolean = plan.exists {

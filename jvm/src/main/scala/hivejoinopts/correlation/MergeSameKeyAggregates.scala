@@ -3,13 +3,14 @@ package hivejoinopts.correlation
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, Coalesce, EqualTo, Expression, ExprId, GreaterThan, If, Literal, NamedExpression, Not, Or, PredicateHelper}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Complete, Count}
-import org.apache.spark.sql.catalyst.plans.{Inner, LeftAnti, LeftOuter, LeftSemi, RightOuter}
+import org.apache.spark.sql.catalyst.plans.{LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Filter, Join, JoinHint, LogicalPlan, Project}
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
-import hivejoinopts.rules.{Candidates, Declined, HiveJoinOptsLogicalRule, KeyEquality, Rewrite}
+import hivejoinopts.plan.{Candidates, Copies, JoinSides, KeyEquality, LeftSide}
+import hivejoinopts.rules.{Declined, HiveJoinOptsLogicalRule, Rewrite}
 import hivejoinopts.rules.Attempt.{decline, declineIf}
 
 /**
@@ -132,7 +133,7 @@ case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLog
       }.asInstanceOf[NamedExpression])
     val keySet = AttributeSet(keys)
     val aList = withFilter(a.agg.aggregateExpressions, m.aFilters)
-    val bRenamed = b.agg.aggregateExpressions.map(PlanMerger.rename(_, m.bMap)).map {
+    val bRenamed = b.agg.aggregateExpressions.map(Copies.rename(_, m.bMap)).map {
       case al: Alias => al.newInstance()
       case other => other
     }
@@ -239,7 +240,8 @@ case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLog
   private def rewriteOuter(j: Join, left: AggregateSide, right: AggregateSide): LogicalPlan = {
     val joinConds = j.condition.toSeq.flatMap(splitConjunctivePredicates)
     // The merged plan keeps the preserved side's attributes: its outputs keep their values.
-    val (kept, other) = if (j.joinType == RightOuter) (right, left) else (left, right)
+    val keptSide = JoinSides(j.joinType).preservedSides.headOption.getOrElse(LeftSide)
+    val (kept, other) = keptSide.pick((left, right), (right, left))
     decide(Candidates.join(j)) {
       merge(kept, other, joinConds).map(m => Rewrite(outerJoinOver(j, kept, other, m, joinConds),
         Reason, m.numbers))

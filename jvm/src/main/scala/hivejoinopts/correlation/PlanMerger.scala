@@ -3,6 +3,7 @@ package hivejoinopts.correlation
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeMap, AttributeSet, Expression, NamedExpression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.Inner
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Filter, Join, LeafNode, LogicalPlan, Project}
+import hivejoinopts.plan.Copies
 
 /**
  * Two plans `a` and `b` that read the same data, merged into one plan that reads it once.
@@ -18,7 +19,7 @@ private[correlation] final case class MergedPlan(
     aFilters: Seq[Expression],
     bFilters: Seq[Expression]) {
 
-  def mapB[T <: Expression](e: T): T = PlanMerger.rename(e, bMap)
+  def mapB[T <: Expression](e: T): T = Copies.rename(e, bMap)
 }
 
 /**
@@ -95,7 +96,7 @@ private[correlation] object PlanMerger extends PredicateHelper {
       childMap: AttributeMap[Attribute]): (Seq[NamedExpression], AttributeMap[Attribute]) = {
     var list = aList
     val pairs = bList.map { ne =>
-      val renamed = rename(ne, childMap)
+      val renamed = Copies.rename(ne, childMap)
       val target = list.find(existing => sameValue(existing, renamed)) match {
         case Some(existing) => existing.toAttribute
         case None =>
@@ -168,15 +169,11 @@ private[correlation] object PlanMerger extends PredicateHelper {
           })
         } else {
           val sameCondition = aConds.map(_.canonicalized) ==
-            bConds.map(c => rename(c, bMap).canonicalized)
+            bConds.map(c => Copies.rename(c, bMap).canonicalized)
           if (lifted || !sameCondition) None
           else Some(base.copy(plan = Join(left.plan, right.plan, ja.joinType, ja.condition, ja.hint)))
         }
       }
     } yield merged
   }
-
-  def rename[T <: Expression](e: T, map: AttributeMap[Attribute]): T = e.transform {
-    case a: Attribute => map.getOrElse(a, a)
-  }.asInstanceOf[T]
 }

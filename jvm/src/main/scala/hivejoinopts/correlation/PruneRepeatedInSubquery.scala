@@ -9,7 +9,8 @@ import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
-import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
+import hivejoinopts.plan.Candidates
+import hivejoinopts.rules.HiveJoinOptsLogicalRule
 
 /**
  * A subquery used twice is computed once: when a filter requires `x IN (S)` and

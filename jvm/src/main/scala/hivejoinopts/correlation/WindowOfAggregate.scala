@@ -8,7 +8,8 @@ import org.apache.spark.sql.catalyst.plans.LeftSemi
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Filter, LogicalPlan, Project, Window}
 import org.apache.spark.sql.types.LongType
 
-import hivejoinopts.rules.{Candidates, Declined, KeyEquality}
+import hivejoinopts.plan.{Candidates, Copies, KeyEquality}
+import hivejoinopts.rules.Declined
 import hivejoinopts.rules.Attempt.{decline, declineIf}
 
 /**
@@ -55,7 +56,7 @@ private[correlation] object WindowOfAggregate {
       bMap = matched.merges.map(_.bMap).reduce(_ ++ _)
       mKeys <- sequence(keys.map(k => bMap.get(k).toRight(
         Declined(s"the group key ${k.name} is not kept"))))
-      renamedConds = aggConds.map(PlanMerger.rename(_, bMap))
+      renamedConds = aggConds.map(Copies.rename(_, bMap))
       remaining <- removeOnce(otherConds, renamedConds)
       windows = new WindowAggregates(bMap, mKeys)
       env <- aggregateValues(agg, keys.zip(mKeys), windows)
@@ -157,7 +158,7 @@ private[correlation] object WindowOfAggregate {
 
     /** `ae`'s value on each row of its group; its window form exists (see `supported`). */
     def valueOf(ae: AggregateExpression): Expression = {
-      val mapped = PlanMerger.rename(ae, bMap)
+      val mapped = Copies.rename(ae, bMap)
       val (alias, post) = byAggregate.getOrElseUpdate(mapped.canonicalized, {
         val (fn, post) = windowForm(mapped).fold(d => throw new IllegalStateException(d.reason),
           identity)
@@ -235,11 +236,11 @@ private[correlation] object WindowOfAggregate {
       }
       val onKeys = linking.nonEmpty &&
         linking.forall(_.references.intersect(mOutput).subsetOf(keySet))
-      val copied = if (onKeys && InnerJoinRegion.isSelective(d)) InnerJoinRegion.freshCopy(d)
+      val copied = if (onKeys && InnerJoinRegion.isSelective(d)) Copies.freshScanPipeline(d)
         else None
       copied match {
         case Some((copy, map)) => (InnerJoinRegion.join(reduced, copy, LeftSemi,
-          linking.map(PlanMerger.rename(_, map))), count + 1)
+          linking.map(Copies.rename(_, map))), count + 1)
         case None => (reduced, count)
       }
     }
@@ -321,7 +322,7 @@ private[correlation] object WindowOfAggregate {
     def search(i: Int, used: List[LogicalPlan], merges: List[MergedPlan]): Option[Matched] = {
       if (i == cItems.size) {
         val map = merges.map(_.bMap).reduce(_ ++ _)
-        val ok = cConds.forall(c => condSet.contains(PlanMerger.rename(c, map).canonicalized))
+        val ok = cConds.forall(c => condSet.contains(Copies.rename(c, map).canonicalized))
         return if (ok) Some(Matched(used.reverse, merges.reverse)) else None
       }
       items.iterator.filterNot(it => used.exists(_ eq it)).flatMap { it =>

@@ -1,24 +1,20 @@
 package hivejoinopts.mapjoinpruning
 
 import scala.collection.mutable
-import scala.util.Try
 import scala.util.control.NonFatal
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{And, Attribute, BindReferences, EqualTo, Expression, InSubquery, IsNotNull}
-import org.apache.spark.sql.catalyst.plans._
+import org.apache.spark.sql.catalyst.expressions.{And, BindReferences, InSubquery, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
-import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN, OUTER_REFERENCE}
-import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN}
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
-import hivejoinopts.rules.{Candidates, HiveJoinOptsLogicalRule}
-import hivejoinopts.rules.FileRelation
-import hivejoinopts.scan.{ParquetFileSkipping, RowGroupOverlap}
+import hivejoinopts.plan.{Candidates, JoinKeys, JoinSide, JoinSides}
+import hivejoinopts.rules.HiveJoinOptsLogicalRule
+import hivejoinopts.scan.ParquetFileSkipping
 import hivejoinopts.scan.ParquetFileSkipping.Kept
 
 /**
@@ -91,7 +87,8 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *    reference, is estimated over `smallSide.maxBytes` or turns out over its bounds, fails, or
  *    takes longer than the time left; the pruned scans are estimated under `bigSide.minBytes`.
  */
-case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogicalRule {
+case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogicalRule
+  with PredicateHelper {
 
   override def family: Family = MapJoinPruning
 
@@ -126,8 +123,9 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
         return j
       }
       val candidate = Candidates.join(j)
-      val keys = equalityKeys(j)
-      val bigSides = prunableSides(j.joinType)
+      val keys = JoinKeys.equalities(j)
+      // The sides whose rows without a match the join drops.
+      val bigSides = JoinSide.both.filter(JoinSides(j.joinType).dropsUnmatched)
       if (bigSides.isEmpty) {
         skipped(candidate, s"a ${j.joinType.sql} join keeps rows without a match on every side " +
           "it could prune")
@@ -136,20 +134,20 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
         skipped(candidate, "no `=` between the two sides to take values from")
         j
       } else {
-        val options = bigSides.map { bigIsLeft =>
-          if (bigIsLeft) sides.orientation("left", j.left, j.right, keys)
-          else sides.orientation("right", j.right, j.left, keys.map(_.swap))
+        val options = bigSides.map { side =>
+          side -> sides.orientation(side.name, side.of(j), side.other.of(j),
+            keys.map(k => side.pick(k, k.swap)))
         }
-        options.collect { case Right(o) => o }.sortBy(_.smallBytes).headOption match {
-          case Some(o) =>
+        options.collect { case (side, Right(o)) => side -> o }.sortBy(_._2.smallBytes)
+          .headOption match {
+          case Some((side, o)) =>
             prune(j, candidate, o) match {
-              case Some((big, small)) =>
-                if (o.big eq j.left) j.copy(left = big, right = small)
-                else j.copy(left = small, right = big)
+              case Some((big, small)) => side.withInputs(j, big, small)
               case None => j
             }
           case None =>
-            skipped(candidate, options.collect { case Left(why) => why }.distinct.mkString("; "))
+            skipped(candidate, options.collect { case (_, Left(why)) => why }.distinct
+              .mkString("; "))
             j
         }
       }
@@ -329,35 +327,6 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
     }
   }
 
-  /** `a = b` conjuncts with one side over each join side, as (left side's, right side's). */
-  private def equalityKeys(j: Join): Seq[(Expression, Expression)] =
-    j.condition.toSeq.flatMap(splitConjunctivePredicates).flatMap {
-      case EqualTo(a, b) if a.references.nonEmpty && b.references.nonEmpty =>
-        if (a.references.subsetOf(j.left.outputSet) && b.references.subsetOf(j.right.outputSet)) {
-          Some(a -> b)
-        } else if (a.references.subsetOf(j.right.outputSet) &&
-            b.references.subsetOf(j.left.outputSet)) {
-          Some(b -> a)
-        } else {
-          None
-        }
-      case _ => None
-    }
-
-  /** The sides (true for left) whose rows without a match the join drops. */
-  private def prunableSides(joinType: JoinType): Seq[Boolean] = joinType match {
-    case _: InnerLike => Seq(true, false)
-    case LeftSemi => Seq(true)
-    case LeftOuter => Seq(false)
-    case RightOuter => Seq(true)
-    case _ => Nil
-  }
-
-  private def splitConjunctivePredicates(condition: Expression): Seq[Expression] =
-    condition match {
-      case And(a, b) => splitConjunctivePredicates(a) ++ splitConjunctivePredicates(b)
-      case other => Seq(other)
-    }
 }
 
 object JoinKeyValuePushdown {

@@ -11,7 +11,7 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf
-import hivejoinopts.rules.FileRelation
+import hivejoinopts.plan.FileRelation
 import hivejoinopts.scan.RowGroupOverlap
 
 /** The rule's settings, read once per plan. */

@@ -5,6 +5,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{LocalRelation, LogicalPlan, 
 import org.apache.spark.sql.execution.datasources.LogicalRelation
 
 import hivejoinopts.scan.TableVersion
+import hivejoinopts.state.ExtensionState
 
 /**
  * What evaluating a small side gave earlier queries: its rows, or that it is over the rows or
@@ -18,16 +19,14 @@ import hivejoinopts.scan.TableVersion
  * nondeterministic. Subqueries count as part of the side (TPC-DS q58's small side filters
  * `date_dim` by a scalar subquery on `date_dim`). The key also holds the plan (canonicalized), the
  * session's SQL settings and the limits the rows were checked against. Bounded: at most
- * [[MaxEntries]] sides and [[MaxBytes]] bytes of rows, the least recently used dropped first.
+ * `ExtensionState.MaxSmallSides` sides and `ExtensionState.MaxSmallSideBytes` bytes of rows, the
+ * least recently used dropped first.
  */
 private[mapjoinpruning] object SmallSideCache {
 
-  private val MaxEntries = 64
-  private val MaxBytes = 32L << 20
-
-  private val entries =
-    new java.util.LinkedHashMap[AnyRef, Either[String, SmallSideRows]](16, 0.75f, true)
-  private var cachedBytes = 0L
+  private val entries = ExtensionState.weighed[AnyRef, Either[String, SmallSideRows]](
+    "small sides", ExtensionState.MaxSmallSides, ExtensionState.MaxSmallSideBytes,
+    _.fold(_ => 0L, _.bytes))
 
   /** The key of `plan`'s rows, or None when they may change while the key stays the same. */
   def key(session: SparkSession, plan: LogicalPlan, maxRows: Int, maxBytes: Long)
@@ -45,27 +44,8 @@ private[mapjoinpruning] object SmallSideCache {
       maxRows, maxBytes))
   }
 
-  def get(key: AnyRef): Option[Either[String, SmallSideRows]] =
-    entries.synchronized(Option(entries.get(key)))
+  def get(key: AnyRef): Option[Either[String, SmallSideRows]] = entries.get(key)
 
   /** Keeps the rows of a side, or why it is not used (over its limits). */
-  def put(key: AnyRef, outcome: Either[String, SmallSideRows]): Unit = entries.synchronized {
-    if (bytes(outcome) <= MaxBytes) {
-      Option(entries.put(key, outcome)).foreach(old => cachedBytes -= bytes(old))
-      cachedBytes += bytes(outcome)
-      val eldest = entries.entrySet().iterator()
-      while (entries.size() > MaxEntries || cachedBytes > MaxBytes) {
-        cachedBytes -= bytes(eldest.next().getValue)
-        eldest.remove()
-      }
-    }
-  }
-
-  private def bytes(outcome: Either[String, SmallSideRows]): Long = outcome.fold(_ => 0L, _.bytes)
-
-  /** Forgets every cached side. */
-  def clear(): Unit = entries.synchronized {
-    entries.clear()
-    cachedBytes = 0L
-  }
+  def put(key: AnyRef, outcome: Either[String, SmallSideRows]): Unit = entries.put(key, outcome)
 }

@@ -2,17 +2,14 @@ package hivejoinopts.mapjoinpruning
 
 import org.apache.spark.sql.catalyst.catalog.HiveTableRelation
 import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, AttributeSet, Cast, Expression, GreaterThanOrEqual, In, InSet, LessThanOrEqual, Literal, PredicateHelper}
-import org.apache.spark.sql.catalyst.plans._
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.util.TypeUtils
-import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 
 import hivejoinopts.compat.SparkShims
-import hivejoinopts.rules.Candidates
-import hivejoinopts.rules.FileRelation
+import hivejoinopts.plan.{Candidates, FileRelation, JoinSides, LeftSide, RightSide}
 import hivejoinopts.scan.{Narrowing, OrcStringStatistics}
 import hivejoinopts.scan.ParquetFileSkipping.Kept
 
@@ -110,9 +107,11 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
       case j @ Join(left, right, joinType, condition, _) =>
         if (!condition.forall(_.deterministic)) {
           stop("a join with a non-deterministic condition is in the way")
-        } else if (key.references.subsetOf(left.outputSet) && filtersLeft(joinType)) {
+        } else if (key.references.subsetOf(left.outputSet) &&
+            JoinSides(joinType).filtersPassTo(LeftSide)) {
           walk(left, key, replace).map(l => j.copy(left = l))
-        } else if (key.references.subsetOf(right.outputSet) && filtersRight(joinType)) {
+        } else if (key.references.subsetOf(right.outputSet) &&
+            JoinSides(joinType).filtersPassTo(RightSide)) {
           walk(right, key, replace).map(r => j.copy(right = r))
         } else {
           stop(s"the key comes through the preserved side of a ${joinType.sql} join")
@@ -140,17 +139,6 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
 
       case other => stop(s"${other.nodeName} is in the way")
     }
-  }
-
-  /** Join types under which a filter on the left side's columns may go below the join. */
-  private def filtersLeft(joinType: JoinType): Boolean = joinType match {
-    case _: InnerLike | LeftOuter | LeftSemi | LeftAnti | ExistenceJoin(_) => true
-    case _ => false
-  }
-
-  private def filtersRight(joinType: JoinType): Boolean = joinType match {
-    case _: InnerLike | RightOuter => true
-    case _ => false
   }
 
   /** Operators that change neither the rows nor the columns, only their order or placement. */

@@ -4,7 +4,7 @@ import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeMap
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LeafNode, LogicalPlan, Project}
 import org.apache.spark.sql.types.{DataType, DoubleType, FloatType}
 
-import hivejoinopts.rules.JoinKeys
+import hivejoinopts.plan.JoinKeys
 
 /** The column of a scan pipeline's relation that a key reads. */
 private[hivejoinopts] object KeyColumn {

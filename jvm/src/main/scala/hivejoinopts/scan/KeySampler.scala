@@ -11,9 +11,10 @@ import org.apache.spark.sql.catalyst.plans.QueryPlan
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, CollectMetrics, Filter, LeafNode, Limit, LogicalPlan, Project, RepartitionByExpression, Sample, Sort}
 import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
 
-import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.log.PlanningWork
-import hivejoinopts.rules.{InternalQuery, JoinKeys}
+import hivejoinopts.plan.{Candidates, JoinKeys}
+import hivejoinopts.rules.InternalQuery
+import hivejoinopts.state.ExtensionState
 
 /**
  * A sample of a join input's key: how many rows it kept, how many had a NULL key, the heaviest
@@ -45,31 +46,39 @@ private[hivejoinopts] final case class KeySample(
 }
 
 /**
- * Samples the key of a join input: a bounded job (about `skewJoin.detection.sampleRows` rows,
- * cancelled after `skewJoin.detection.maxTime`) that counts the key and returns only the
- * heaviest keys: the skewed keys of a join, or whether a coarser key has values enough
+ * What a sample may cost, from the flags of the rule that asks for it.
+ *
+ * @param rows             about how many rows the sample keeps
+ * @param maxTimeMs        the sampling job is cancelled after this long
+ * @param maxSubqueryBytes an input whose subqueries read more is not sampled
+ * @param subqueryFlag     the flag `maxSubqueryBytes` comes from, named when it declines
+ */
+private[hivejoinopts] final case class SampleBounds(
+    rows: Long,
+    maxTimeMs: Long,
+    maxSubqueryBytes: Long,
+    subqueryFlag: String)
+
+/**
+ * Samples the key of a join input: a bounded job (about `bounds.rows` rows, cancelled after
+ * `bounds.maxTimeMs`) that counts the key and returns only the heaviest keys: the skewed keys of
+ * a join, or whether a coarser key has values enough
  * ([[hivejoinopts.correlation.CoarsenJoinShuffle]]). Only plain inputs (a relation, projected
  * and filtered) are sampled, and only when their subqueries read at most
- * `skewJoin.detection.maxSubqueryBytes`. Results are cached per input and table version (the
- * files' paths, sizes and modification times, or the table's DDL time), so repeated queries do
- * not sample again.
+ * `bounds.maxSubqueryBytes`. Results are cached per input, bounds and table version (the files'
+ * paths, sizes and modification times, or the table's DDL time), so repeated queries do not
+ * sample again.
  */
 private[hivejoinopts] object KeySampler extends Logging {
 
   private val MetricsName = "hiveJoinOpts.keySample"
   private val GroupsMetricsName = "hiveJoinOpts.keySampleGroups"
   private val Seed = 0x5EEDL
-  private val MaxCached = 256
   // Sampled rows each task of the sample's count gets (see countPartitions).
   private val RowsPerCountTask = 250000L
 
-  private val cache = new java.util.LinkedHashMap[AnyRef, KeySample](64, 0.75f, true) {
-    override def removeEldestEntry(e: java.util.Map.Entry[AnyRef, KeySample]): Boolean =
-      size() > MaxCached
-  }
-
-  /** Forgets every cached sample. */
-  def clearCache(): Unit = cache.synchronized(cache.clear())
+  private val cache =
+    ExtensionState.lru[AnyRef, KeySample]("key samples", ExtensionState.MaxKeySamples)
 
   /**
    * Samples `keys` of `input`, keeping the `topN` heaviest non-NULL keys (only the tuples in
@@ -80,29 +89,28 @@ private[hivejoinopts] object KeySampler extends Logging {
       input: LogicalPlan,
       keys: Seq[Expression],
       topN: Int,
+      bounds: SampleBounds,
       restrictTo: Option[Seq[Seq[Any]]] = None): Either[String, KeySample] = {
     if (!JoinKeys.isScanPipeline(input)) {
       return Left("the input is not a plain scan (a relation, projected and filtered)")
     }
     if (!keys.forall(_.deterministic)) return Left("the join key is not deterministic")
-    val conf = session.sessionState.conf
     val subqueryBytes = subqueryReads(input)
-    if (subqueryBytes > HiveJoinOptsConf.SKEW_JOIN_DETECTION_MAX_SUBQUERY_BYTES(conf)) {
+    if (subqueryBytes > bounds.maxSubqueryBytes) {
       return Left(s"the input is filtered by a subquery that reads $subqueryBytes bytes, more " +
-        "than skewJoin.detection.maxSubqueryBytes: a sample would run it while planning")
+        s"than ${bounds.subqueryFlag}: a sample would run it while planning")
     }
     val version = JoinKeys.relationOf(input).flatMap(TableVersion.ofTable)
     // Keys by their position in the input, not their ids: a table read twice in one query (or
     // a query analyzed again) gets new ids for the same columns, and must hit the same sample.
     val cacheKey = version.map(v => (input.canonicalized,
-      keys.map(k => QueryPlan.normalizeExpressions(k, input.output)), restrictTo, topN, v))
-    cacheKey.flatMap(k => cache.synchronized(Option(cache.get(k)))) match {
+      keys.map(k => QueryPlan.normalizeExpressions(k, input.output)), restrictTo, topN,
+      bounds.rows, v))
+    cacheKey.flatMap(cache.get) match {
       case Some(hit) => Right(hit.copy(cached = true))
       case None =>
-        run(session, input, keys, topN, restrictTo,
-          HiveJoinOptsConf.SKEW_JOIN_DETECTION_SAMPLE_ROWS(conf),
-          HiveJoinOptsConf.SKEW_JOIN_DETECTION_MAX_TIME(conf)).map { fresh =>
-          cacheKey.foreach(k => cache.synchronized(cache.put(k, fresh)))
+        run(session, input, keys, topN, restrictTo, bounds.rows, bounds.maxTimeMs).map { fresh =>
+          cacheKey.foreach(cache.put(_, fresh))
           fresh
         }
     }
@@ -159,7 +167,7 @@ private[hivejoinopts] object KeySampler extends Logging {
     val started = System.nanoTime()
     try {
       val (result, qe) = InternalQuery.collect(session, top, maxTimeMs,
-        s"sampling the join key of ${hivejoinopts.rules.Candidates.tables(input)}",
+        s"sampling the join key of ${Candidates.tables(input)}",
         PlanningWork.Sample)
       val metrics = qe.observedMetrics.get(MetricsName)
       val total = metrics.map(_.getLong(0)).getOrElse(0L)

@@ -1,12 +1,12 @@
 package hivejoinopts.scan
 
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.execution.datasources.{FileFormat, HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.FileFormat
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 import org.apache.spark.sql.execution.datasources.v2.orc.OrcTable
 import org.apache.spark.sql.types.{DataType, StringType}
 
-import hivejoinopts.rules.FileRelation
+import hivejoinopts.plan.FileRelation
 
 /**
  * ORC orders string statistics by UTF-16 code units, Spark by UTF-8 bytes (they differ from

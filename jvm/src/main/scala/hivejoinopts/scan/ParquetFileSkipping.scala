@@ -7,7 +7,7 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.execution.datasources.{FileIndex, HadoopFsRelation, LogicalRelation, PartitionDirectory, PartitioningAwareFileIndex}
+import org.apache.spark.sql.execution.datasources.{FileIndex, PartitionDirectory, PartitioningAwareFileIndex}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.internal.SQLConf
@@ -16,7 +16,7 @@ import org.apache.spark.unsafe.types.UTF8String
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.compat.SparkShims
-import hivejoinopts.rules.FileRelation
+import hivejoinopts.plan.FileRelation
 
 /**
  * A scan's file index without the files that Parquet footers proved to hold no wanted key.

@@ -16,6 +16,7 @@ import org.apache.spark.sql.SparkSession
 
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.log.{DecisionLog, PlanningWork}
+import hivejoinopts.state.ExtensionState
 
 /**
  * The statistics of one row group on one column: its rows, its [min, max] if it has one, and
@@ -40,20 +41,18 @@ private[scan] final case class ColumnChunks(
 
 /**
  * Reads the statistics of one column from Parquet footers on the driver. A footer is a small
- * read with its own latency, so footers are read side by side, and what was read is kept (the
- * last 4096 columns of files, by path, length, modification time and column): the next query on
- * the same files reads none. Only the column's row-group ranges are kept, not whole footers.
+ * read with its own latency, so footers are read side by side, and what was read is kept
+ * (`ExtensionState.MaxFooterColumns` columns of files and `MaxFooterRowGroups` row groups, by
+ * path, length, modification time and column): the next query on the same files reads none. Only the column's row-group ranges are
+ * kept, not whole footers.
  */
 private[scan] object ParquetFooters extends Logging {
 
-  private val MaxCached = 4096
-
   private type Key = (String, Long, Long, String)
 
-  private val cache = new java.util.LinkedHashMap[Key, Option[ColumnChunks]](64, 0.75f, true) {
-    override def removeEldestEntry(e: java.util.Map.Entry[Key, Option[ColumnChunks]]): Boolean =
-      size() > MaxCached
-  }
+  private val cache = ExtensionState.weighed[Key, Option[ColumnChunks]](
+    "Parquet footer columns", ExtensionState.MaxFooterColumns, ExtensionState.MaxFooterRowGroups,
+    _.map(_.rowGroups.size.toLong).getOrElse(0L))
 
   private lazy val readers: ExecutorService = Executors.newFixedThreadPool(4, (r: Runnable) => {
     val t = new Thread(r, "hive-join-opts-footer-reader")
@@ -76,7 +75,7 @@ private[scan] object ParquetFooters extends Logging {
     lazy val hadoopConf = SparkShims.classicSession(session).sessionState
       .newHadoopConfWithOptions(options)
     val pending = files.map { f =>
-      cache.synchronized(Option(cache.get(key(f, column)))) match {
+      cache.get(key(f, column)) match {
         case Some(read) => Left(read)
         case None => Right(readers.submit(new Callable[Option[ColumnChunks]] {
           override def call(): Option[ColumnChunks] = chunks(f, column, hadoopConf)
@@ -110,7 +109,7 @@ private[scan] object ParquetFooters extends Logging {
       try fromFooter(reader, column) finally reader.close()
     } match {
       case Success(read) =>
-        cache.synchronized(cache.put(key(f, column), read))
+        cache.put(key(f, column), read)
         read
       case Failure(e) =>
         // Not kept: the next query tries again.

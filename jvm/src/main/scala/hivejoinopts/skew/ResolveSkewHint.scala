@@ -5,10 +5,9 @@ import java.util.Locale
 import scala.collection.mutable
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.analysis.{AnalysisContext, DeduplicateRelations, UnresolvedAttribute}
+import org.apache.spark.sql.catalyst.analysis.{AnalysisContext, UnresolvedAttribute}
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, CreateNamedStruct, EqualNullSafe, EqualTo, ExprId, Expression, Literal, OuterReference, PredicateHelper, SubqueryExpression}
-import org.apache.spark.sql.catalyst.plans.Inner
-import org.apache.spark.sql.catalyst.plans.logical.{Join, JoinHint, LogicalPlan, Project, SubqueryAlias, UnresolvedHint, View}
+import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan, Project, SubqueryAlias, UnresolvedHint, View}
 import org.apache.spark.sql.catalyst.trees.TreePattern.UNRESOLVED_HINT
 import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.types.StringType
@@ -16,7 +15,8 @@ import org.apache.spark.sql.types.StringType
 import hivejoinopts.{HiveJoinOptsAnalysisException, HiveJoinOptsConf}
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.HiveJoinOptsConf.Family
-import hivejoinopts.rules.{HiveJoinOptsLogicalRule, JoinKeys}
+import hivejoinopts.plan.{Copies, JoinKeys}
+import hivejoinopts.rules.HiveJoinOptsLogicalRule
 import hivejoinopts.skew.keys.{HintedSkew, SkewHints, SkewValues}
 
 /**
@@ -131,8 +131,7 @@ case class ResolveSkewHint(session: SparkSession)
    * `plan` with expression ids of its own. A view's or a DataFrame's plan keeps its ids in
    * every query that reads it, so a hint registered by them would follow it into later queries.
    */
-  private def renew(plan: LogicalPlan): LogicalPlan =
-    DeduplicateRelations(Join(plan, plan, Inner, None, JoinHint.NONE)).children(1)
+  private def renew(plan: LogicalPlan): LogicalPlan = Copies.fresh(plan)._1
 
   /** The relation the hint names (an alias or table name, matched as Spark matches join hints). */
   private def findRelation(

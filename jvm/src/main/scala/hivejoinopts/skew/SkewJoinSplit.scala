@@ -10,11 +10,12 @@ import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf._
-import hivejoinopts.rules.{Candidates, Declined, HiveJoinOptsLogicalRule, JoinKeys, KeyPair, Rewrite, SparkJoinSelection}
+import hivejoinopts.plan.{Candidates, JoinKeys, JoinSide, JoinSides, KeyPair, LeftSide, RightSide, SparkJoinSelection}
+import hivejoinopts.rules.{Declined, HiveJoinOptsLogicalRule, Rewrite}
 import hivejoinopts.rules.Attempt.{decline, declineIf}
 import hivejoinopts.skew.follow.{AggregateInBranches, FollowJoin, SubqueryJoins}
 import hivejoinopts.skew.form.{BroadcastFit, ChosenForm, FormChoice, SplitForm, SplitPayoff}
-import hivejoinopts.skew.keys.{Found, Input, LeftSide, RightSide, Side, SkewFinder, SkewSource, SkewedKeys}
+import hivejoinopts.skew.keys.{Found, Input, SkewFinder, SkewSource, SkewedKeys}
 import hivejoinopts.skew.split.{BranchFiles, Plans, SaltedForm, UnionForm}
 
 /**
@@ -99,7 +100,7 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
   private def attempt(c: Candidate): Either[Declined, Rewrite[LogicalPlan]] =
     notBroadcastWhole(c).flatMap { _ =>
       val finder = new SkewFinder(session, conf)
-      val found: Map[Side, Found] =
+      val found: Map[JoinSide, Found] =
         Map(LeftSide -> finder.find(c.left), RightSide -> finder.find(c.right))
       val bypass = finder.nullBypassSides(c.join.joinType, c.pairs, found)
       val sampled = c.copy(numbers = c.numbers ++ sampleNumbers(found))
@@ -125,8 +126,8 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
   /** Without skewed key values, only skewed NULL keys of preserved sides leave the shuffle. */
   private def bypassNullKeys(
       c: Candidate,
-      found: Map[Side, Found],
-      bypass: Seq[Side]): Either[Declined, Rewrite[LogicalPlan]] = {
+      found: Map[JoinSide, Found],
+      bypass: Seq[JoinSide]): Either[Declined, Rewrite[LogicalPlan]] = {
     val sides = bypass.mkString(" and ")
     // The NULL branch reads a bypassed side a second time, as the union form does.
     lazy val notCopyable = bypass.flatMap(s =>
@@ -147,9 +148,9 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
   /** Splits `c` on the skewed keys `found` of its side `big`, in the form that suits it. */
   private def splitOn(
       c: Candidate,
-      big: Side,
+      big: JoinSide,
       found: Found,
-      bypass: Seq[Side]): Either[Declined, Rewrite[LogicalPlan]] = {
+      bypass: Seq[JoinSide]): Either[Declined, Rewrite[LogicalPlan]] = {
     val keys = found.keys.get
     val hint = keys.source == SkewSource.Hint
     val forms = this.forms
@@ -169,7 +170,7 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
       b = found.sample.fold(input)(forms.measured(input, _, skew))
       chosen <- forms.choose(c.join, b, o, skew).left.map(Declined(_, c.numbers))
       _ <- declineIf(chosen.form == SplitForm.Union &&
-          !Side.otherCanBeCopied(c.join.joinType, b.side) && c.others.nonEmpty)(
+          !JoinSides(c.join.joinType).mayCopy(b.side.other) && c.others.nonEmpty)(
         s"the map-side branch of a ${c.join.joinType.sql} join with the skew on the ${b.side} " +
           "side matches against the distinct skewed keys, which cannot evaluate the non-equi " +
           "part of the condition", c.numbers: _*)
@@ -218,8 +219,8 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
   private def keyTypes(b: Input, keys: SkewedKeys) = keys.keyIndexes.map(b.keys(_).dataType)
 
   /** What sampling each side cost, for the decision log: sampleMs(left), sampledRows(left), ... */
-  private def sampleNumbers(found: Map[Side, Found]): Seq[(String, Any)] =
-    Seq(LeftSide, RightSide).flatMap { side =>
+  private def sampleNumbers(found: Map[JoinSide, Found]): Seq[(String, Any)] =
+    JoinSide.both.flatMap { side =>
       found(side).sample.toSeq.flatMap(_.numbers.map { case (k, v) => s"$k($side)" -> v })
     }
 
@@ -248,7 +249,7 @@ object SkewJoinSplit {
       right: Input,
       numbers: Seq[(String, Any)]) {
 
-    def input(side: Side): Input = if (side == LeftSide) left else right
+    def input(side: JoinSide): Input = side.pick(left, right)
   }
 
   private object Candidate {
@@ -268,5 +269,5 @@ object SkewJoinSplit {
       chosen: ChosenForm,
       buckets: Int,
       payoff: Option[SplitPayoff.Estimate],
-      bypass: Seq[Side])
+      bypass: Seq[JoinSide])
 }

@@ -11,6 +11,7 @@ import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf}
 import hivejoinopts.log.DecisionLog
 import hivejoinopts.rules.InternalQuery
 import hivejoinopts.skew.SkewJoinTestBase
+import hivejoinopts.state.ExtensionState
 
 class KeySamplerSuite extends SkewJoinTestBase {
 
@@ -21,9 +22,13 @@ class KeySamplerSuite extends SkewJoinTestBase {
 
   private def bigInput = spark.table("big").queryExecution.optimizedPlan
 
-  private def sampleOfBig() = {
+  /** The bounds a rule would give from its flags. */
+  private def bounds(rows: Long = 1000000L, maxSubqueryBytes: BigInt = 10L << 20) =
+    SampleBounds(rows, 30000L, maxSubqueryBytes.toLong, "the test's subquery bound")
+
+  private def sampleOfBig(rows: Long = 1000000L) = {
     val input = bigInput
-    KeySampler.sample(spark, input, Seq(input.output.head), 5)
+    KeySampler.sample(spark, input, Seq(input.output.head), 5, bounds(rows))
   }
 
   test("the sample finds the heavy key with its share, and counts NULL keys") {
@@ -36,9 +41,9 @@ class KeySamplerSuite extends SkewJoinTestBase {
     }
   }
 
-  test("the sample is bounded by skewJoin.detection.sampleRows") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_SAMPLE_ROWS.key -> "100") {
-      val sample = sampleOfBig().toOption.get
+  test("the sample keeps about the rows its bounds give") {
+    withSkewConf() {
+      val sample = sampleOfBig(rows = 100).toOption.get
       assert(sample.fraction < 1.0, sample)
       assert(sample.sampledRows < 3000, sample)
     }
@@ -87,7 +92,7 @@ class KeySamplerSuite extends SkewJoinTestBase {
       spark.read.parquet(dir).createOrReplaceTempView("versioned")
       def sample() = {
         val input = spark.table("versioned").queryExecution.optimizedPlan
-        KeySampler.sample(spark, input, input.output, 5).toOption.get
+        KeySampler.sample(spark, input, input.output, 5, bounds()).toOption.get
       }
       assert(!sample().cached && sample().cached)
       spark.range(0, 100).selectExpr("id % 3 AS k").write.mode("append").parquet(dir)
@@ -100,14 +105,14 @@ class KeySamplerSuite extends SkewJoinTestBase {
 
   test("a table read twice, with new ids for its columns, is sampled once") {
     withSkewConf() {
-      KeySampler.clearCache()
+      ExtensionState.clearAll()
       // The second read of a table in a self-join gets new expression ids, as does every query
       // that reads the table again after analysis: the same rows and key, the same sample.
       val plan = spark.sql("SELECT * FROM big a JOIN big b ON a.k = b.k").queryExecution.analyzed
       val reads = plan.collectLeaves()
       assert(reads.size == 2 && reads.head.output.head.exprId != reads.last.output.head.exprId)
       def sampleOf(read: org.apache.spark.sql.catalyst.plans.logical.LogicalPlan) =
-        KeySampler.sample(spark, read, Seq(read.output.head), 5).toOption.get
+        KeySampler.sample(spark, read, Seq(read.output.head), 5, bounds()).toOption.get
       assert(!sampleOf(reads.head).cached)
       assert(sampleOf(reads.last).cached)
     }
@@ -117,7 +122,7 @@ class KeySamplerSuite extends SkewJoinTestBase {
     def millis(json: String, key: String): Long =
       s""""$key": (\\d+)""".r.findFirstMatchIn(json).map(_.group(1).toLong).get
     withSkewConf() {
-      KeySampler.clearCache()
+      ExtensionState.clearAll()
       spark.sql("SELECT * FROM big JOIN small ON big.k = small.k").collect()
       val first = HiveJoinOpts.lastPlanningWorkJson(spark)
       assert(millis(first, "sampleMs") > 0 && millis(first, "totalMs") >= millis(first, "sampleMs"),
@@ -151,13 +156,16 @@ class KeySamplerSuite extends SkewJoinTestBase {
   }
 
   test("an input filtered by a subquery is sampled only when the subquery reads little") {
+    var maxSubqueryBytes = BigInt(0)
     def sampleOf(query: String) = {
       val input = spark.sql(query).queryExecution.optimizedPlan
-      KeySampler.sample(spark, input, Seq(input.output.head), 5)
+      KeySampler.sample(spark, input, Seq(input.output.head), 5, bounds(maxSubqueryBytes =
+        maxSubqueryBytes))
     }
     def withMaxSubqueryBytes(max: BigInt)(f: => Unit): Unit = {
-      KeySampler.clearCache()
-      withConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_MAX_SUBQUERY_BYTES.key -> max.toString)(f)
+      ExtensionState.clearAll()
+      maxSubqueryBytes = max
+      f
     }
     def bytes(table: String) = spark.table(table).queryExecution.optimizedPlan.stats.sizeInBytes
     val scalar = "SELECT k FROM big WHERE v > (SELECT min(w) FROM small)"
@@ -186,7 +194,7 @@ class KeySamplerSuite extends SkewJoinTestBase {
   test("plain inputs only: an aggregate is not sampled") {
     withSkewConf() {
       val input = spark.sql("SELECT k, count(*) FROM big GROUP BY k").queryExecution.optimizedPlan
-      assert(KeySampler.sample(spark, input, Seq(input.output.head), 5).isLeft)
+      assert(KeySampler.sample(spark, input, Seq(input.output.head), 5, bounds()).isLeft)
     }
   }
 }

@@ -8,7 +8,7 @@ import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf, HiveJoinOptsQueryTest}
 import hivejoinopts.log.Decision
-import hivejoinopts.scan.KeySampler
+import hivejoinopts.state.ExtensionState
 
 /** Small skewed tables and the helpers the skew suites share. */
 trait SkewJoinTestBase extends HiveJoinOptsQueryTest {
@@ -25,7 +25,7 @@ trait SkewJoinTestBase extends HiveJoinOptsQueryTest {
     HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.1")
 
   protected def withSkewConf[T](extra: (String, String)*)(f: => T): T = {
-    KeySampler.clearCache()
+    ExtensionState.clearAll()
     withConf(skewConf ++ extra: _*)(f)
   }
 

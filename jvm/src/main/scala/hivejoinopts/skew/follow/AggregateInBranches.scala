@@ -4,9 +4,9 @@ import org.apache.spark.sql.catalyst.expressions.{AttributeMap, Expression, Name
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan, Union}
 
-import hivejoinopts.rules.{Candidates, Declined, GroupingKeys, Rewrite}
+import hivejoinopts.plan.{Candidates, Copies, GroupingKeys}
+import hivejoinopts.rules.{Declined, Rewrite}
 import hivejoinopts.rules.Attempt.declineIf
-import hivejoinopts.skew.split.Plans.remap
 import hivejoinopts.skew.split.SplitShape
 
 /**
@@ -76,7 +76,7 @@ private[skew] object AggregateInBranches {
   /** `a` over another branch of its child's split: the same aggregate on that branch's columns. */
   private def aggregateOn(a: Aggregate, branch: LogicalPlan): Aggregate = {
     val toBranch = AttributeMap(a.child.output.zip(branch.output))
-    Aggregate(a.groupingExpressions.map(remap(_, toBranch)),
+    Aggregate(a.groupingExpressions.map(Copies.rename(_, toBranch)),
       Branches.remapNamed(a.aggregateExpressions, toBranch, renewResultIds), branch)
   }
 

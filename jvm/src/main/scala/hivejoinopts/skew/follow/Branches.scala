@@ -3,8 +3,8 @@ package hivejoinopts.skew.follow
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeMap, Expression, NamedExpression, SubqueryExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, Union}
 
-import hivejoinopts.skew.split.Plans.remap
 import hivejoinopts.skew.split.SplitShape
+import hivejoinopts.plan.Copies
 
 /**
  * A split union's branches (the shuffle branch, the map-side branch if any, then any NULL
@@ -51,7 +51,7 @@ private[follow] object Branches {
       }
     case Filter(cond, child) if cond.deterministic && !SubqueryExpression.hasSubquery(cond) =>
       of(child).map(_.map(child.output, Filter(cond, _), (branch, toBranch) =>
-        Filter(remap(cond, toBranch), branch)))
+        Filter(Copies.rename(cond, toBranch), branch)))
     case _ => None
   }
 
@@ -63,7 +63,7 @@ private[follow] object Branches {
       list: Seq[NamedExpression],
       toBranch: AttributeMap[Attribute],
       newChild: Expression => Expression = identity): Seq[NamedExpression] = list.map {
-    case al: Alias => Alias(newChild(remap(al.child, toBranch)), al.name)()
-    case e => remap(e, toBranch).asInstanceOf[NamedExpression]
+    case al: Alias => Alias(newChild(Copies.rename(al.child, toBranch)), al.name)()
+    case e => Copies.rename(e, toBranch).asInstanceOf[NamedExpression]
   }
 }

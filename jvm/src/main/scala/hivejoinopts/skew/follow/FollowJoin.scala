@@ -1,14 +1,14 @@
 package hivejoinopts.skew.follow
 
 import org.apache.spark.sql.catalyst.expressions.{AttributeMap, Expression}
-import org.apache.spark.sql.catalyst.optimizer.JoinSelectionHelper
-import org.apache.spark.sql.catalyst.plans.{JoinType, LeftAnti, LeftOuter, RightOuter}
+import org.apache.spark.sql.catalyst.plans.{LeftAnti, LeftOuter, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LogicalPlan, Union}
 
-import hivejoinopts.rules.{KeyPair, Rewrite}
+import hivejoinopts.plan.{Copies, JoinSide, JoinSides, KeyPair, LeftSide, RightSide}
+import hivejoinopts.rules.Rewrite
 import hivejoinopts.scan.KeyPredicates
 import hivejoinopts.skew.form.{FormChoice, SplitForm}
-import hivejoinopts.skew.keys.{Input, LeftSide, RightSide, Side, SkewSource, SkewedKeys}
+import hivejoinopts.skew.keys.{Input, SkewSource, SkewedKeys}
 import hivejoinopts.skew.split.Plans._
 import hivejoinopts.skew.split.SplitShape
 
@@ -33,7 +33,7 @@ import hivejoinopts.skew.split.SplitShape
  *                                             +- C'                        (a fresh copy)
  * }}}
  */
-private[skew] object FollowJoin extends JoinSelectionHelper {
+private[skew] object FollowJoin {
 
   /** `j` along the split of one of its inputs, with its decision, if it can follow it. */
   def apply(j: Join, pairs: Seq[KeyPair], forms: FormChoice): Option[Rewrite[LogicalPlan]] =
@@ -42,12 +42,12 @@ private[skew] object FollowJoin extends JoinSelectionHelper {
   private def over(
       j: Join,
       pairs: Seq[KeyPair],
-      side: Side,
+      side: JoinSide,
       forms: FormChoice): Option[Rewrite[LogicalPlan]] = {
-    val child = input(j, side)
+    val child = side.of(j)
     Branches.of(child) match {
-      case Some(u) if canBuildBroadcast(side.other, j.joinType) =>
-        val ids = keysOf(pairs, side, pairs.indices)
+      case Some(u) if JoinSides(j.joinType).mayCopy(side.other) =>
+        val ids = side.keysOf(pairs, pairs.indices)
         if (u.nulls.nonEmpty && !nullsMatchNothing(u, pairs, ids)) return None
         val nulls = u.nulls.zip(u.shape.nullKeys.getOrElse(Nil))
           .flatMap { case (n, keys) => unmatchedThrough(j, side, n).map(_ -> keys) }
@@ -57,7 +57,7 @@ private[skew] object FollowJoin extends JoinSelectionHelper {
           case Some(skew) => splitAlong(j, pairs, side, child, u, skew, ids, forms)
             .map(r => r.copy(numbers = r.numbers ++ nullNumbers))
           case None =>
-            Some(Rewrite(Seq(withInputs(j, side, u.rest, input(j, side.other))),
+            Some(Rewrite(Seq(withInputs(j, side, u.rest, side.other.of(j))),
               "the NULL keys that bypass the join below bypass this one too", nullNumbers))
         }
         joined.map(r => r.copy(result = r.result match {
@@ -80,7 +80,7 @@ private[skew] object FollowJoin extends JoinSelectionHelper {
   private def splitAlong(
       j: Join,
       pairs: Seq[KeyPair],
-      side: Side,
+      side: JoinSide,
       child: LogicalPlan,
       u: Branches,
       split: SkewedKeys,
@@ -90,7 +90,7 @@ private[skew] object FollowJoin extends JoinSelectionHelper {
     // NULL keys of a split outer join may sit in the map-side branch: only `=` is exact.
     if (idx.contains(-1) || idx.exists(pairs(_).nullSafe)) return None
     val skew = split.copy(keyIndexes = idx)
-    val other = Input(side.other, input(j, side.other), keysOf(pairs, side.other, pairs.indices))
+    val other = Input(side.other, side.other.of(j), side.other.keysOf(pairs, pairs.indices))
     val fit = forms.fitBroadcast(other, idx, skew, skew.source == SkewSource.Hint)
     if (fit.kept.size != skew.values.size) return None
     if (FormChoice.unionNotExact(Seq(other), skew).isDefined) return None
@@ -105,19 +105,19 @@ private[skew] object FollowJoin extends JoinSelectionHelper {
   private def branchesAlong(
       j: Join,
       pairs: Seq[KeyPair],
-      side: Side,
+      side: JoinSide,
       child: LogicalPlan,
       skewBranch: LogicalPlan,
       rest: LogicalPlan,
       skew: SkewedKeys,
       other: LogicalPlan): Seq[LogicalPlan] = {
-    val oKeys = keysOf(pairs, side.other, skew.keyIndexes)
+    val oKeys = side.other.keysOf(pairs, skew.keyIndexes)
     val oRest = Filter(KeyPredicates.notInKeys(oKeys, skew.values), other)
     val restJoin = withInputs(j, side, rest, oRest)
-    val (o, oMap) = fresh(other)
+    val (o, oMap) = Copies.fresh(other)
     val toSkew = AttributeMap(child.output.zip(skewBranch.output)) ++ oMap
-    val oSkew = Filter(KeyPredicates.inKeys(oKeys.map(remap(_, oMap)), skew.values), o)
-    val cond = j.condition.map(remap(_, toSkew))
+    val oSkew = Filter(KeyPredicates.inKeys(oKeys.map(Copies.rename(_, oMap)), skew.values), o)
+    val cond = j.condition.map(Copies.rename(_, toSkew))
     val mapSideJoin = withInputs(j.copy(condition = cond, hint = broadcastHint(side.other)),
       side, skewBranch, oSkew)
     Seq(restJoin, mapSideJoin)
@@ -136,13 +136,11 @@ private[skew] object FollowJoin extends JoinSelectionHelper {
    * A NULL branch `n` (on `side` of `j`) through `j`, which it matches nothing of: NULL-padded
    * when `j` preserves it, as it is under an anti join, and no rows for inner and semi joins.
    */
-  private def unmatchedThrough(j: Join, side: Side, n: LogicalPlan): Option[LogicalPlan] =
+  private def unmatchedThrough(j: Join, side: JoinSide, n: LogicalPlan): Option[LogicalPlan] =
     (j.joinType, side) match {
       case (LeftOuter, LeftSide) | (RightOuter, RightSide) => Some(padded(j, side, n))
       case (LeftAnti, LeftSide) => Some(n)
       case _ => None
     }
 
-  private def canBuildBroadcast(build: Side, t: JoinType): Boolean =
-    if (build == LeftSide) canBuildBroadcastLeft(t) else canBuildBroadcastRight(t)
 }

@@ -10,9 +10,9 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf._
-import hivejoinopts.rules.{FileRelation, JoinKeys}
+import hivejoinopts.plan.{FileRelation, JoinKeys, JoinSides}
 import hivejoinopts.scan.{KeyColumn, KeySample, KeySampler, Narrowing, OrcStringStatistics, ParquetFileSkipping, RowGroupOverlap}
-import hivejoinopts.skew.keys.{Input, LeftSide, Side, SkewedKeys}
+import hivejoinopts.skew.keys.{Input, SkewDetection, SkewedKeys}
 
 /**
  * Which form splits a skewed join of a big side B with another side O, and on which of B's
@@ -46,7 +46,7 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
     if (o.sizeKnown && o.bytes <= max) return BroadcastFit(keys.values, o.bytes.toString, 0)
     val rowBytes = EstimationUtils.getSizePerRow(o.plan.output).toDouble
     KeySampler.sample(session, o.readable, idx.map(o.keys), keys.values.size,
-        Some(keys.values)) match {
+        SkewDetection.sampleBounds(conf), Some(keys.values)) match {
       case Right(sample) =>
         val perKey = sample.top.map { case (t, c) => t -> sample.rowsOf(c) * rowBytes }.toMap
         var total = 0.0
@@ -64,10 +64,10 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
 
   /** The form for splitting `j` on `skew` of its big side `b`, or why no form is exact. */
   def choose(j: Join, b: Input, o: Input, skew: SkewedKeys): Either[String, ChosenForm] = {
-    val saltedExact = Side.otherCanBeCopied(j.joinType, b.side)
+    val saltedExact = JoinSides(j.joinType).mayCopy(b.side.other)
     val plain = JoinKeys.isScanPipeline(j.left) && JoinKeys.isScanPipeline(j.right)
     def pick(form: SplitForm) = Right(ChosenForm(form, None))
-    val unionUnsafe = unionNotExact(if (b.side == LeftSide) Seq(b, o) else Seq(o, b), skew)
+    val unionUnsafe = unionNotExact(b.side.pick(Seq(b, o), Seq(o, b)), skew)
     SKEW_JOIN_FORM(conf) match {
       case _ if unionUnsafe.isDefined && saltedExact => pick(SplitForm.Salted)
       case _ if unionUnsafe.isDefined => Left(s"${unionUnsafe.get}, and the salted form is not " +
@@ -151,7 +151,7 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
     val heaviest = sample.top.headOption.map(t => sample.share(t._2)).getOrElse(0.0)
     SplitPayoff.estimate(chosen.form, taskSlots, b.joinBytes, o.bytes.toDouble,
       b.scanBytes.toDouble, o.scanBytes.toDouble, heaviest, skew.rowShare.getOrElse(heaviest),
-      chosen.reread.getOrElse(1.0), !Side.otherCanBeCopied(j.joinType, b.side),
+      chosen.reread.getOrElse(1.0), !JoinSides(j.joinType).mayCopy(b.side.other),
       Try(fit.otherBytes.toDouble).getOrElse(0.0), buckets)
   }
 

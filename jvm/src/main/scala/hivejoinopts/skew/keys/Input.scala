@@ -1,50 +1,20 @@
 package hivejoinopts.skew.keys
 
 import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression}
-import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
 import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.internal.SQLConf
 
+import hivejoinopts.plan.JoinSide
 import hivejoinopts.scan.KeySample
-
-/** A side of a join. */
-private[skew] sealed abstract class Side(val name: String) {
-  def other: Side
-  override def toString: String = name
-}
-private[skew] case object LeftSide extends Side("left") { def other: Side = RightSide }
-private[skew] case object RightSide extends Side("right") { def other: Side = LeftSide }
-
-private[skew] object Side {
-
-  /** The sides whose rows the join keeps when they match nothing. */
-  def preservedBy(t: JoinType): Seq[Side] = t match {
-    case LeftOuter | LeftAnti => Seq(LeftSide)
-    case RightOuter => Seq(RightSide)
-    case FullOuter => Seq(LeftSide, RightSide)
-    case _ => Nil
-  }
-
-  /**
-   * True when the other side is neither preserved by the join nor the side a semi/anti join
-   * returns: then it can be broadcast to the big side's tasks, and replicated per salt.
-   */
-  def otherCanBeCopied(t: JoinType, bSide: Side): Boolean = (t, bSide) match {
-    case (Inner, _) => true
-    case (LeftOuter | LeftSemi | LeftAnti, LeftSide) => true
-    case (RightOuter, RightSide) => true
-    case _ => false
-  }
-}
 
 /**
  * What one side of the join looks like to the rule; `measuredRowShare` is the share of its
  * table's rows that a sample of the input found ([[measuredBy]]).
  */
 private[skew] final case class Input(
-    side: Side,
+    side: JoinSide,
     plan: LogicalPlan,
     keys: Seq[Expression],
     measuredRowShare: Double = 1.0) {

@@ -4,7 +4,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf._
-import hivejoinopts.scan.KeySampler
+import hivejoinopts.scan.{KeySampler, SampleBounds}
 
 /**
  * Skewed keys found by sampling a join input ([[KeySampler]]): a key is skewed when it holds at
@@ -13,7 +13,7 @@ import hivejoinopts.scan.KeySampler
  * heaviest first. Inputs under `skewJoin.detection.minInputBytes`, or of unknown size, are not
  * sampled unless a SKEW hint asks (`forced`).
  */
-private[keys] object SkewDetection {
+private[skew] object SkewDetection {
 
   /** The skewed keys of `input` on the keys at `indexes`, or notes on why none were found. */
   def detect(
@@ -33,7 +33,8 @@ private[keys] object SkewDetection {
         "worth sampling"))
     } else {
       val maxKeys = SKEW_JOIN_MAX_KEYS(conf)
-      KeySampler.sample(session, input.readable, indexes.map(input.keys), maxKeys + 1) match {
+      KeySampler.sample(session, input.readable, indexes.map(input.keys), maxKeys + 1,
+          sampleBounds(conf)) match {
         case Left(reason) => Found(None, None, Seq(s"${input.side}: $reason"))
         case Right(sample) =>
           val minFraction = SKEW_JOIN_MIN_KEY_FRACTION(conf)
@@ -50,4 +51,11 @@ private[keys] object SkewDetection {
       }
     }
   }
+
+  /** What the skew rule's samples may cost: the detection flags. */
+  def sampleBounds(conf: SQLConf): SampleBounds = SampleBounds(
+    SKEW_JOIN_DETECTION_SAMPLE_ROWS(conf),
+    SKEW_JOIN_DETECTION_MAX_TIME(conf),
+    SKEW_JOIN_DETECTION_MAX_SUBQUERY_BYTES(conf),
+    SKEW_JOIN_DETECTION_MAX_SUBQUERY_BYTES.key.stripPrefix(PREFIX))
 }

@@ -6,7 +6,7 @@ import org.apache.spark.sql.catalyst.plans.JoinType
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf._
-import hivejoinopts.rules.KeyPair
+import hivejoinopts.plan.{JoinSide, JoinSides, KeyPair}
 
 /**
  * Where a join's skewed keys come from: a SKEW hint first ([[SkewHints]]), then table metadata
@@ -44,11 +44,11 @@ private[skew] final class SkewFinder(session: SparkSession, conf: SQLConf) exten
     detect(input, input.keys.indices, forced = false, SkewSource.Detection)
 
   /** Preserved sides whose NULL keys are skewed and cannot match. */
-  def nullBypassSides(t: JoinType, pairs: Seq[KeyPair], found: Map[Side, Found]): Seq[Side] = {
+  def nullBypassSides(t: JoinType, pairs: Seq[KeyPair], found: Map[JoinSide, Found]): Seq[JoinSide] = {
     if (!SKEW_JOIN_NULL_KEYS_ENABLED(conf) || pairs.exists(_.nullSafe)) return Nil
     val minFraction = SKEW_JOIN_MIN_KEY_FRACTION(conf)
     val minRows = SKEW_JOIN_MIN_KEY_ROWS(conf)
-    Side.preservedBy(t).filter { side =>
+    JoinSides(t).preservedSides.filter { side =>
       found(side).sample.exists(s => s.nullShare >= minFraction && s.rowsOf(s.nullRows) >= minRows)
     }
   }
@@ -57,7 +57,7 @@ private[skew] final class SkewFinder(session: SparkSession, conf: SQLConf) exten
 private[skew] object SkewFinder {
 
   /** The side to split on: a hint first, then metadata, then the heavier detected skew. */
-  def chooseBigSide(found: Map[Side, Found]): Option[Side] = {
+  def chooseBigSide(found: Map[JoinSide, Found]): Option[JoinSide] = {
     val withKeys = found.toSeq.collect {
       case (side, Found(Some(k), _, _)) if !k.isEmpty => side -> k
     }

@@ -3,6 +3,8 @@ package hivejoinopts.skew.keys
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression}
 
+import hivejoinopts.state.ExtensionState
+
 /**
  * What a SKEW hint said about one relation of a query: its skewed `columns` (None: whichever
  * columns it is joined on) and their `values` (None: detect them).
@@ -29,34 +31,16 @@ private[skew] final case class HintedSkew(
  * hints go with the session.
  */
 private[skew] object SkewHints {
-  private val MaxEntries = 4096
-
-  private final class Registry
-    extends java.util.LinkedHashMap[ExprId, HintedSkew](256, 0.75f, true) {
-    override def removeEldestEntry(e: java.util.Map.Entry[ExprId, HintedSkew]): Boolean =
-      size() > MaxEntries
-  }
-
-  private val bySession = new java.util.WeakHashMap[SparkSession, Registry]()
-
-  private def of(session: SparkSession): Registry = bySession.synchronized {
-    var registry = bySession.get(session)
-    if (registry == null) {
-      registry = new Registry
-      bySession.put(session, registry)
-    }
-    registry
-  }
+  private val bySession = ExtensionState.perSessionLru[ExprId, HintedSkew]("SKEW hints",
+    ExtensionState.MaxHintedColumnsPerSession)
 
   def register(session: SparkSession, hinted: HintedSkew, ids: Seq[ExprId]): Unit = {
-    val registry = of(session)
-    registry.synchronized(ids.foreach(registry.put(_, hinted)))
+    val hints = bySession.of(session)
+    ids.foreach(hints.put(_, hinted))
   }
 
-  private def lookup(session: SparkSession, id: ExprId): Option[HintedSkew] = {
-    val registry = of(session)
-    registry.synchronized(Option(registry.get(id)))
-  }
+  private def lookup(session: SparkSession, id: ExprId): Option[HintedSkew] =
+    bySession.of(session).get(id)
 
   /**
    * The indexes of the join keys a SKEW hint names, and its values on those keys (None: detect

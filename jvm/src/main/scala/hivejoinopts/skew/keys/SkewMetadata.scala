@@ -9,10 +9,9 @@ import org.apache.spark.sql.catalyst.catalog.{CatalogTable, HiveTableRelation}
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, Literal}
 import org.apache.spark.sql.catalyst.plans.logical.LeafNode
 import org.apache.spark.sql.execution.datasources.LogicalRelation
-import org.apache.spark.sql.types.StringType
 
 import hivejoinopts.compat.SparkShims
-import hivejoinopts.rules.JoinKeys
+import hivejoinopts.plan.JoinKeys
 import hivejoinopts.scan.KeyColumn
 
 /**

@@ -11,7 +11,7 @@ import hivejoinopts.HiveJoinOptsConf.SKEW_JOIN_SKIP_FILES_MAX_FILES
 import hivejoinopts.scan.{KeyColumn, Narrowing, ParquetFileSkipping}
 import hivejoinopts.scan.ParquetFileSkipping.Kept
 import hivejoinopts.skew.form.FormChoice
-import hivejoinopts.skew.keys.Side
+import hivejoinopts.plan.JoinSide
 
 /**
  * Leaves out of a branch's copy of a join side the Parquet files whose footers show no row
@@ -26,7 +26,7 @@ private[skew] trait BranchFiles {
   /** `plan` without the files that hold no row of `key` that `kept` (of `values`) keeps. */
   def apply(
       branch: String,
-      side: Side,
+      side: JoinSide,
       plan: LogicalPlan,
       key: Expression,
       values: Seq[Any],
@@ -42,7 +42,7 @@ private[skew] object BranchFiles {
   object All extends BranchFiles {
     override def apply(
         branch: String,
-        side: Side,
+        side: JoinSide,
         plan: LogicalPlan,
         key: Expression,
         values: Seq[Any],
@@ -60,7 +60,7 @@ private[skew] object BranchFiles {
 
     override def apply(
         branch: String,
-        side: Side,
+        side: JoinSide,
         plan: LogicalPlan,
         key: Expression,
         values: Seq[Any],

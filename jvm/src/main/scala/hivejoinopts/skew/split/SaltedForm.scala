@@ -5,9 +5,9 @@ import org.apache.spark.sql.catalyst.plans.logical.{Generate, Join, LogicalPlan,
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.types.{ArrayType, IntegerType}
 
-import hivejoinopts.rules.KeyPair
+import hivejoinopts.plan.{JoinSide, KeyPair}
 import hivejoinopts.scan.KeyPredicates
-import hivejoinopts.skew.keys.{LeftSide, Side, SkewedKeys}
+import hivejoinopts.skew.keys.SkewedKeys
 import hivejoinopts.skew.split.Plans._
 
 /**
@@ -36,18 +36,18 @@ private[skew] object SaltedForm {
   def apply(
       j: Join,
       pairs: Seq[KeyPair],
-      bSide: Side,
+      bSide: JoinSide,
       skew: SkewedKeys,
       buckets: Int,
       saltNulls: Boolean): LogicalPlan = {
-    val (bPlan, oPlan) = if (bSide == LeftSide) (j.left, j.right) else (j.right, j.left)
-    val bKeys = keysOf(pairs, bSide, skew.keyIndexes)
-    val oKeys = keysOf(pairs, bSide.other, skew.keyIndexes)
+    val (bPlan, oPlan) = (bSide.of(j), bSide.other.of(j))
+    val bKeys = bSide.keysOf(pairs, skew.keyIndexes)
+    val oKeys = bSide.other.keysOf(pairs, skew.keyIndexes)
     val isSkewed = (keys: Seq[Expression]) =>
       Coalesce(Seq(KeyPredicates.inKeys(keys, skew.values), Literal(false)))
     // NULL keys of a preserved big side match nothing, so they may go to any bucket too.
     val spread = if (saltNulls) {
-      val anyNull = keysOf(pairs, bSide, pairs.indices).map(KeyPredicates.isNullKey).reduce(Or)
+      val anyNull = bSide.keysOf(pairs, pairs.indices).map(KeyPredicates.isNullKey).reduce(Or)
       Or(isSkewed(bKeys), anyNull)
     } else isSkewed(bKeys)
     val bSalt = Alias(If(spread,

@@ -4,10 +4,10 @@ import org.apache.spark.sql.catalyst.expressions.{Alias, And, Expression, Or}
 import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Filter, Join, LogicalPlan, Project, Union}
 
-import hivejoinopts.rules.{JoinKeys, KeyPair}
+import hivejoinopts.plan.{Copies, JoinKeys, JoinSide, JoinSides, KeyPair, LeftSide, RightSide}
 import hivejoinopts.scan.KeyPredicates
 import hivejoinopts.scan.ParquetFileSkipping.Kept
-import hivejoinopts.skew.keys.{LeftSide, RightSide, Side, SkewedKeys}
+import hivejoinopts.skew.keys.SkewedKeys
 import hivejoinopts.skew.split.Plans._
 
 /**
@@ -35,8 +35,8 @@ private[skew] object UnionForm {
   def apply(
       j: Join,
       pairs: Seq[KeyPair],
-      skewed: Option[(Side, SkewedKeys)],
-      bypass: Seq[Side],
+      skewed: Option[(JoinSide, SkewedKeys)],
+      bypass: Seq[JoinSide],
       files: BranchFiles): Union = {
     val branches = Seq(rest(j, pairs, skewed, bypass, files)) ++
       skewed.map { case (bSide, skew) => mapSide(j, pairs, bSide, skew, files, bypass) } ++
@@ -51,22 +51,22 @@ private[skew] object UnionForm {
   private def rest(
       j: Join,
       pairs: Seq[KeyPair],
-      skew: Option[(Side, SkewedKeys)],
-      bypass: Seq[Side],
+      skew: Option[(JoinSide, SkewedKeys)],
+      bypass: Seq[JoinSide],
       files: BranchFiles): Join = {
-    def filtered(side: Side, plan: LogicalPlan): LogicalPlan = {
+    def filtered(side: JoinSide, plan: LogicalPlan): LogicalPlan = {
       val notSkewed = skew.map { case (_, k) =>
-        KeyPredicates.notInKeys(keysOf(pairs, side, k.keyIndexes), k.values)
+        KeyPredicates.notInKeys(side.keysOf(pairs, k.keyIndexes), k.values)
       }
-      val notNull = notBypassed(side, keysOf(pairs, side, pairs.indices), bypass)
+      val notNull = notBypassed(side, side.keysOf(pairs, pairs.indices), bypass)
       // Files are judged by one column: the skewed key of the big side, or any key without NULL.
       val withNulls = !bypass.contains(side)
       val read = skew match {
         case Some((`side`, k)) if k.keyIndexes.size == 1 =>
-          files("shuffle", side, plan, keysOf(pairs, side, k.keyIndexes).head,
+          files("shuffle", side, plan, side.keysOf(pairs, k.keyIndexes).head,
             k.values.map(_.head), Kept.NoneOf(_, withNulls))
         case _ if !withNulls =>
-          files("shuffle", side, plan, keysOf(pairs, side, Seq(0)).head, Nil,
+          files("shuffle", side, plan, side.keysOf(pairs, Seq(0)).head, Nil,
             Kept.NoneOf(_, withNulls))
         case _ => plan
       }
@@ -79,29 +79,29 @@ private[skew] object UnionForm {
   private def mapSide(
       j: Join,
       pairs: Seq[KeyPair],
-      bSide: Side,
+      bSide: JoinSide,
       skew: SkewedKeys,
       files: BranchFiles,
-      bypass: Seq[Side]): LogicalPlan = {
-    val (l, lMap) = fresh(j.left)
-    val (r, rMap) = fresh(j.right)
+      bypass: Seq[JoinSide]): LogicalPlan = {
+    val (l, lMap) = Copies.fresh(j.left)
+    val (r, rMap) = Copies.fresh(j.right)
     val map = lMap ++ rMap
-    val fPairs = pairs.map(p => p.copy(left = remap(p.left, map), right = remap(p.right, map)))
-    val cond = j.condition.map(remap(_, map))
-    def onSkewed(side: Side, plan: LogicalPlan) = {
-      val keys = keysOf(fPairs, side, skew.keyIndexes)
+    val fPairs = pairs.map(p => p.copy(left = Copies.rename(p.left, map), right = Copies.rename(p.right, map)))
+    val cond = j.condition.map(Copies.rename(_, map))
+    def onSkewed(side: JoinSide, plan: LogicalPlan) = {
+      val keys = side.keysOf(fPairs, skew.keyIndexes)
       val kept = KeyPredicates.inKeys(keys, skew.values) +:
-        notBypassed(side, keysOf(fPairs, side, pairs.indices), bypass)
+        notBypassed(side, side.keysOf(fPairs, pairs.indices), bypass)
       Filter(kept.reduce(And), skewedRows(side, bSide, plan, keys, skew, files))
     }
     val fl = onSkewed(LeftSide, l)
     val fr = onSkewed(RightSide, r)
-    def broadcastJoin(t: JoinType, build: Side) =
+    def broadcastJoin(t: JoinType, build: JoinSide) =
       done(Join(fl, fr, t, cond, broadcastHint(build)))
     def unmatchedOther(padOther: Boolean, keepType: Option[JoinType] = None) =
       unmatched(j, pairs, skew, bSide.other, files, bypass, padOther, keepType)
     (j.joinType, bSide) match {
-      case (t, _) if Side.otherCanBeCopied(t, bSide) => broadcastJoin(j.joinType, bSide.other)
+      case (t, _) if JoinSides(t).mayCopy(bSide.other) => broadcastJoin(j.joinType, bSide.other)
       case (LeftOuter, RightSide) =>
         Union(broadcastJoin(Inner, LeftSide), unmatchedOther(padOther = true))
       case (RightOuter, LeftSide) =>
@@ -120,7 +120,7 @@ private[skew] object UnionForm {
    * Of a side whose NULL keys have a branch of their own, the rows with no NULL key: a row with
    * a skewed value in one key column and NULL in another belongs to the NULL branch only.
    */
-  private def notBypassed(side: Side, keys: Seq[Expression], bypass: Seq[Side]): Seq[Expression] =
+  private def notBypassed(side: JoinSide, keys: Seq[Expression], bypass: Seq[JoinSide]): Seq[Expression] =
     if (bypass.contains(side)) keys.map(KeyPredicates.isNotNullKey) else Nil
 
   /**
@@ -128,8 +128,8 @@ private[skew] object UnionForm {
    * key.
    */
   private def skewedRows(
-      side: Side,
-      bSide: Side,
+      side: JoinSide,
+      bSide: JoinSide,
       plan: LogicalPlan,
       skewedKeys: Seq[Expression],
       skew: SkewedKeys,
@@ -148,16 +148,16 @@ private[skew] object UnionForm {
       j: Join,
       pairs: Seq[KeyPair],
       skew: SkewedKeys,
-      oSide: Side,
+      oSide: JoinSide,
       files: BranchFiles,
-      bypass: Seq[Side],
+      bypass: Seq[JoinSide],
       padOther: Boolean,
       keepType: Option[JoinType]): LogicalPlan = {
     val bSide = oSide.other
-    val (o, oMap) = fresh(input(j, oSide))
-    val (b, bMap) = fresh(input(j, bSide))
-    val oKeys = keysOf(pairs, oSide, pairs.indices).map(remap(_, oMap))
-    val bKeys = keysOf(pairs, bSide, pairs.indices).map(remap(_, bMap))
+    val (o, oMap) = Copies.fresh(oSide.of(j))
+    val (b, bMap) = Copies.fresh(bSide.of(j))
+    val oKeys = oSide.keysOf(pairs, pairs.indices).map(Copies.rename(_, oMap))
+    val bKeys = bSide.keysOf(pairs, pairs.indices).map(Copies.rename(_, bMap))
     val idx = skew.keyIndexes
     val oSkewed = Filter((KeyPredicates.inKeys(idx.map(oKeys), skew.values) +:
       notBypassed(oSide, oKeys, bypass)).reduce(And), o)
@@ -176,10 +176,10 @@ private[skew] object UnionForm {
   }
 
   /** A preserved side's rows with a NULL key, which match nothing: no shuffle, NULL-padded. */
-  private def nullBranch(j: Join, pairs: Seq[KeyPair], side: Side, files: BranchFiles)
+  private def nullBranch(j: Join, pairs: Seq[KeyPair], side: JoinSide, files: BranchFiles)
       : LogicalPlan = {
-    val (p, map) = fresh(input(j, side))
-    val keys = keysOf(pairs, side, pairs.indices).map(remap(_, map))
+    val (p, map) = Copies.fresh(side.of(j))
+    val keys = side.keysOf(pairs, pairs.indices).map(Copies.rename(_, map))
     val read = keys match {
       case Seq(key) => files("null", side, p, key, Nil, _ => Kept.Null)
       case _ => p
@@ -197,16 +197,16 @@ private[skew] object UnionForm {
   private def union(
       j: Join,
       branches: Seq[LogicalPlan],
-      split: Option[(Side, SkewedKeys)],
-      bypass: Seq[Side]): Union = {
+      split: Option[(JoinSide, SkewedKeys)],
+      bypass: Seq[JoinSide]): Union = {
     val u = Union(branches, byName = false, allowMissingCol = false)
     // A side's key values come out of one branch only unless the other side is preserved: its
     // unmatched rows carry NULL keys of this side in the shuffle branch.
-    def otherNotPreserved(side: Side) = !Side.preservedBy(j.joinType).contains(side.other)
+    def otherNotPreserved(side: JoinSide) = !JoinSides(j.joinType).preserved(side.other)
     for (JoinKeys(pairs, _) <- Some(j)) {
-      val nullKeys = Some(bypass.map(keysOf(pairs, _, pairs.indices)))
+      val nullKeys = Some(bypass.map(_.keysOf(pairs, pairs.indices)))
       split match {
-        case Some((side, skew)) => SplitShape.tag(u, keysOf(pairs, side, skew.keyIndexes),
+        case Some((side, skew)) => SplitShape.tag(u, side.keysOf(pairs, skew.keyIndexes),
           Some(skew), otherNotPreserved(side), nullKeys)
         case None => SplitShape.tag(u, Nil, None, bypass.forall(otherNotPreserved), nullKeys)
       }

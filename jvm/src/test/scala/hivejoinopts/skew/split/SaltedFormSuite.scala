@@ -7,7 +7,8 @@ import org.apache.spark.sql.catalyst.plans.logical.{Generate, Join, JoinHint, Pr
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.types.{ArrayType, IntegerType}
 
-import hivejoinopts.skew.keys.{LeftSide, SkewSource}
+import hivejoinopts.plan.LeftSide
+import hivejoinopts.skew.keys.SkewSource
 
 /** The salted form's plan, built from plain values: no session, no statistics. */
 class SaltedFormSuite extends SplitPlanTest {

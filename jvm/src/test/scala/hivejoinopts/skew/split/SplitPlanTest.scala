@@ -4,7 +4,7 @@ import org.apache.spark.sql.catalyst.dsl.expressions._
 import org.apache.spark.sql.catalyst.plans.PlanTest
 import org.apache.spark.sql.catalyst.plans.logical.LocalRelation
 
-import hivejoinopts.rules.KeyPair
+import hivejoinopts.plan.KeyPair
 import hivejoinopts.skew.keys.{SkewSource, SkewedKeys}
 
 /** A big side skewed on key 7 and another side, as plain plans for the split's builders. */

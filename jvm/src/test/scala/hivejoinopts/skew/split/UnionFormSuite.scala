@@ -6,7 +6,8 @@ import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, BROADCAST, Filter, HintInfo, Join, JoinHint, LocalRelation, LogicalPlan, Project, Union}
 import org.apache.spark.sql.types.IntegerType
 
-import hivejoinopts.skew.keys.{LeftSide, RightSide, SkewSource, SkewedKeys}
+import hivejoinopts.plan.{LeftSide, RightSide}
+import hivejoinopts.skew.keys.{SkewSource, SkewedKeys}
 
 /** The union form's plans, built from plain values: no session, no statistics, no files. */
 class UnionFormSuite extends SplitPlanTest {

@@ -1,4 +1,4 @@
-package hivejoinopts.rules
+package hivejoinopts.plan
 
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 

@@ -1,4 +1,4 @@
-package hivejoinopts.rules
+package hivejoinopts.plan
 
 import org.apache.spark.sql.catalyst.expressions.{EqualNullSafe, EqualTo, Expression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LeafNode, LogicalPlan, Project}
@@ -31,6 +31,12 @@ object JoinKeys extends PredicateHelper {
       case EqualNullSafe(a, b) => pair(a, b, nullSafe = true)
       case _ => None
     }
+  }
+
+  /** The `=` key pairs of `j` (not `<=>`), as (left side's, right side's) expressions. */
+  def equalities(j: Join): Seq[(Expression, Expression)] = j match {
+    case JoinKeys(pairs, _) => pairs.filterNot(_.nullSafe).map(p => p.left -> p.right)
+    case _ => Nil
   }
 
   /**

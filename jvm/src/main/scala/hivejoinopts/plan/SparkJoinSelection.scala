@@ -1,4 +1,4 @@
-package hivejoinopts.rules
+package hivejoinopts.plan
 
 import org.apache.spark.sql.catalyst.expressions.{Expression, RowOrdering}
 import org.apache.spark.sql.catalyst.optimizer.{BuildSide, JoinSelectionHelper}

@@ -1,4 +1,4 @@
-package hivejoinopts.rules
+package hivejoinopts.plan
 
 import org.apache.spark.sql.catalyst.catalog.HiveTableRelation
 import org.apache.spark.sql.catalyst.plans.logical.{Join, LocalRelation, LogicalPlan, SubqueryAlias}

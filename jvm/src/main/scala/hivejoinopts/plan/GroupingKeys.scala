@@ -1,4 +1,4 @@
-package hivejoinopts.rules
+package hivejoinopts.plan
 
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeMap, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Project}

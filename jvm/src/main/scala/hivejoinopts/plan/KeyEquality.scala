@@ -1,4 +1,4 @@
-package hivejoinopts.rules
+package hivejoinopts.plan
 
 import org.apache.spark.sql.types.{ArrayType, DataType, DoubleType, FloatType, MapType, StructType}
 
