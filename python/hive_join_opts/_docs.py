@@ -36,5 +36,7 @@ def spark_defaults_conf(flags: list[dict[str, str]]) -> str:
     for f in flags:
         doc = textwrap.wrap(f"{f['doc']} (type {f['type']}, since {f['version']})", 94)
         out += [f"# {line}" for line in doc]
-        out += [f"{f['key'].ljust(width)}{f['default']}", ""]
+        # A deprecated flag set here would hide the flag that replaces it.
+        setting = f"{f['key'].ljust(width)}{f['default']}"
+        out += [f"# {setting}" if f.get("replacedBy") else setting, ""]
     return "\n".join(out)

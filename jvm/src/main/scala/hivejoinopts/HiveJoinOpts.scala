@@ -142,6 +142,7 @@ object HiveJoinOpts extends Logging {
       gen.writeStringField("type", e.valueType)
       gen.writeStringField("version", e.version)
       gen.writeStringField("doc", e.doc)
+      e.replacedBy.foreach(gen.writeStringField("replacedBy", _))
       gen.writeEndObject()
     }
     gen.writeEndArray()

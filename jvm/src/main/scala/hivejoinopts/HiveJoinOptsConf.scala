@@ -109,19 +109,19 @@ object HiveJoinOptsConf {
       "the time spent reading Parquet footers for the form choice and skipFiles.",
     V010, default = "30s", _ > 0, "Must be a positive duration."))
 
-  val SKEW_JOIN_MIN_KEY_FRACTION: Flag[Double] = flag(Flag.double(
+  val SKEW_JOIN_DETECTION_MIN_KEY_FRACTION: Flag[Double] = flag(Flag.double(
     PREFIX + "skewJoin.detection.minKeyFraction",
     "A key is skewed when it holds at least this fraction of the join input's rows " +
       "(and at least skewJoin.detection.minKeyRows rows). Also the share of NULL keys above " +
       "which NULL-key rows of a preserved side bypass the shuffle.",
     V010, default = 0.02, f => f > 0 && f <= 1, "Must be in (0, 1]."))
 
-  val SKEW_JOIN_MIN_KEY_ROWS: Flag[Long] = flag(Flag.long(
+  val SKEW_JOIN_DETECTION_MIN_KEY_ROWS: Flag[Long] = flag(Flag.long(
     PREFIX + "skewJoin.detection.minKeyRows",
     "A key is skewed only when it holds at least this many rows (estimated from the sample).",
     V010, default = 100000L, _ >= 0, "Must be zero or more."))
 
-  val SKEW_JOIN_MAX_KEYS: Flag[Int] = flag(Flag.int(
+  val SKEW_JOIN_MAX_SKEWED_KEYS: Flag[Int] = flag(Flag.int(
     PREFIX + "skewJoin.maxSkewedKeys",
     "At most this many skewed keys per join (the heaviest first), from any source.",
     V010, default = 16, k => k > 0 && k <= 1000, "Must be between 1 and 1000."))
@@ -188,7 +188,7 @@ object HiveJoinOptsConf {
       "side's partitions and are pushed into its Parquet/ORC scan.",
     V010, default = true))
 
-  val JOIN_KEY_VALUE_PUSHDOWN: Flag[Boolean] = flag(Flag.boolean(
+  val MAP_JOIN_PRUNING_JOIN_KEY_VALUE_PUSHDOWN_ENABLED: Flag[Boolean] = flag(Flag.boolean(
     PREFIX + "mapJoinPruning.joinKeyValuePushdown.enabled",
     "When true, the join-key values of a small join side are evaluated while the query is " +
       "planned and applied to the big side's scans: partitions are pruned, and Parquet/ORC " +
@@ -221,14 +221,14 @@ object HiveJoinOptsConf {
       "column (see maxRowGroupOverlap). 0 pushes without looking.",
     V010, default = 16, _ >= 0, "Must be a number of files, 0 or more."))
 
-  val MAP_JOIN_PRUNING_MAX_ROW_GROUP_OVERLAP: Flag[Double] = flag(Flag.double(
+  val MAP_JOIN_PRUNING_BIG_SIDE_MAX_ROW_GROUP_OVERLAP: Flag[Double] = flag(Flag.double(
     PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap",
     "A Parquet column gets no pushed values when its sampled row groups each overlap more " +
       "than this share of the others on the column (median): in no order, no row group can " +
       "be skipped and the pushed filter only costs time. 1 always pushes.",
     V010, default = 0.5, v => v >= 0 && v <= 1, "Must be a share between 0 and 1."))
 
-  val MAP_JOIN_PRUNING_MIN_SKIPPED_ROW_SHARE: Flag[Double] = flag(Flag.double(
+  val MAP_JOIN_PRUNING_BIG_SIDE_MIN_SKIPPED_ROW_SHARE: Flag[Double] = flag(Flag.double(
     PREFIX + "mapJoinPruning.bigSide.minSkippedRowShare",
     "Once the small side's values are known, a Parquet column gets them only when the " +
       "statistics of its sampled row groups (bigSide.sampleFiles) rule out at least this " +
@@ -236,11 +236,11 @@ object HiveJoinOptsConf {
       "plan: the filter would cost more than the rows it skips. 0 always pushes.",
     V010, default = 0.05, v => v >= 0 && v <= 1, "Must be a share between 0 and 1."))
 
-  val MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES: Flag[Int] = flag(Flag.int(
+  val MAP_JOIN_PRUNING_BIG_SIDE_SKIP_FILES_MAX_FILES: Flag[Int] = flag(Flag.int(
     PREFIX + "mapJoinPruning.bigSide.skipFiles.maxFiles",
     "When a non-partition column of a Parquet table gets pushed values, the footers of its " +
       "files are read on the driver (side by side, kept for later queries, within " +
-      "evaluation.timeoutMs) and the files whose row groups all lie outside the values' range " +
+      "evaluation.timeout) and the files whose row groups all lie outside the values' range " +
       "are dropped from the scan, so no task opens them. Only for tables of at most this many " +
       "files; 0 turns it off.",
     V010, default = 1000, _ >= 0, "Must be a number of files, 0 or more."))
@@ -255,9 +255,17 @@ object HiveJoinOptsConf {
 
   val MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS: Flag[Long] = flag(Flag.long(
     PREFIX + "mapJoinPruning.evaluation.timeoutMs",
-    "Time in milliseconds that evaluating the small sides of one query may take while it is " +
-      "planned; a small side still running then is cancelled and its join left alone.",
-    V010, default = 10000L, _ > 0, "Must be a positive number of milliseconds."))
+    "Deprecated: use mapJoinPruning.evaluation.timeout, which takes a duration. A number of " +
+      "milliseconds set here is read as that flag's value when it is not set.",
+    V010, default = 10000L, _ > 0, "Must be a positive number of milliseconds.",
+    replacedBy = Some(PREFIX + "mapJoinPruning.evaluation.timeout")))
+
+  val MAP_JOIN_PRUNING_EVALUATION_TIMEOUT: Flag[Long] = flag(Flag.duration(
+    PREFIX + "mapJoinPruning.evaluation.timeout",
+    "How long evaluating the small sides of one query may take while it is planned; a small " +
+      "side still running then is cancelled and its join left alone.",
+    V020, default = "10s", _ > 0, "Must be a positive duration.",
+    alternative = Some(MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS.key)))
 
   // ---- correlation ----
 
@@ -266,7 +274,7 @@ object HiveJoinOptsConf {
       "scanned and shuffled once, and consecutive shuffles on compatible keys become one.",
     V010, default = true))
 
-  val AGGREGATE_JOIN_TO_WINDOW: Flag[Boolean] = flag(Flag.boolean(
+  val CORRELATION_AGGREGATE_JOIN_TO_WINDOW_ENABLED: Flag[Boolean] = flag(Flag.boolean(
     PREFIX + "correlation.aggregateJoinToWindow.enabled",
     "A relation joined with an aggregate of itself on the group keys (also what Spark makes of " +
       "a correlated scalar subquery with an aggregate, as in TPC-H Q17) reads the relation once: " +
@@ -274,32 +282,32 @@ object HiveJoinOptsConf {
       "keeps.",
     V010, default = true))
 
-  val MERGE_SAME_KEY_AGGREGATES: Flag[Boolean] = flag(Flag.boolean(
+  val CORRELATION_MERGE_SAME_KEY_AGGREGATES_ENABLED: Flag[Boolean] = flag(Flag.boolean(
     PREFIX + "correlation.mergeSameKeyAggregates.enabled",
     "Several aggregates of the same relation, grouped by the same keys and joined on them, " +
       "become one aggregate with FILTER clauses where their inputs' filters differ.",
     V010, default = true))
 
-  val PRUNE_REPEATED_IN_SUBQUERY: Flag[Boolean] = flag(Flag.boolean(
+  val CORRELATION_PRUNE_REPEATED_IN_SUBQUERY_ENABLED: Flag[Boolean] = flag(Flag.boolean(
     PREFIX + "correlation.pruneRepeatedInSubquery.enabled",
     "A subquery used twice is computed once: of two IN subqueries on the same value in one " +
       "filter, the second's join with the rows the first reads is dropped (TPC-DS q95).",
     V010, default = true))
 
-  val GROUP_BY_CAST_JOIN_KEY: Flag[Boolean] = flag(Flag.boolean(
+  val CORRELATION_GROUP_BY_CAST_JOIN_KEY_ENABLED: Flag[Boolean] = flag(Flag.boolean(
     PREFIX + "correlation.groupByCastJoinKey.enabled",
     "A GROUP BY on k over a shuffled join on CAST(k AS T) (keys of two types) also groups by " +
       "the cast, so that the aggregate runs on the join's shuffle instead of shuffling again.",
     V010, default = true))
 
-  val COARSEN_JOIN_SHUFFLE: Flag[Boolean] = flag(Flag.boolean(
+  val CORRELATION_COARSEN_JOIN_SHUFFLE_ENABLED: Flag[Boolean] = flag(Flag.boolean(
     PREFIX + "correlation.coarsenJoinShuffle.enabled",
     "A shuffled join on (k, b) followed by an aggregate or a join on k shuffles its inputs " +
       "once, on k alone, so that the operator above needs no shuffle (when k has enough " +
       "distinct values: see coarsenJoinShuffle.minDistinctKeys).",
     V010, default = true))
 
-  val COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS: Flag[Long] = flag(Flag.long(
+  val CORRELATION_COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS: Flag[Long] = flag(Flag.long(
     PREFIX + "correlation.coarsenJoinShuffle.minDistinctKeys",
     "coarsenJoinShuffle fires only when the coarser key has at least this many distinct " +
       "values, so that the shared stage stays parallel (like Hive's minimum reducer count): " +

@@ -1,5 +1,6 @@
 package hivejoinopts
 
+import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.test.SharedSparkSession
 
 class HiveJoinOptsConfSuite extends SharedSparkSession {
@@ -17,6 +18,36 @@ class HiveJoinOptsConfSuite extends SharedSparkSession {
       assert(e.defaultString.nonEmpty, s"${e.key} has no default")
     }
     assert(entries.map(_.key).distinct.size == entries.size)
+  }
+
+  test("each flag's constant is named after its key") {
+    // skewJoin.detection.minKeyFraction -> SKEW_JOIN_DETECTION_MIN_KEY_FRACTION
+    def constantName(key: String) = key.stripPrefix(HiveJoinOptsConf.PREFIX)
+      .replaceAll("([a-z0-9])([A-Z])", "$1_$2").replace('.', '_').toUpperCase
+    val constants = HiveJoinOptsConf.getClass.getDeclaredMethods.toSeq
+      .filter(m => m.getParameterCount == 0 && classOf[Flag[_]].isAssignableFrom(m.getReturnType))
+      .map(m => m.getName -> m.invoke(HiveJoinOptsConf).asInstanceOf[Flag[_]].key)
+    assert(constants.size == HiveJoinOptsConf.entries.size, constants)
+    constants.foreach { case (name, key) => assert(name == constantName(key), s"$name holds $key") }
+  }
+
+  test("the deprecated evaluation.timeoutMs still sets the evaluation timeout, in ms") {
+    val timeout = HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT
+    val old = HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS.key
+    def current = timeout(spark.sessionState.conf)
+    assert(current == 10000L)
+    try {
+      spark.sql(s"SET $old=2500")
+      assert(current == 2500L)
+      spark.sql(s"SET ${timeout.key}=4s")
+      assert(current == 4000L, "the new key wins over the deprecated one")
+      val e = intercept[IllegalArgumentException](spark.sql(s"SET $old=0"))
+      assert(e.getMessage.contains(old), e.getMessage)
+    } finally {
+      spark.sql(s"RESET $old")
+      spark.sql(s"RESET ${timeout.key}")
+    }
+    assert(current == 10000L)
   }
 
   test("every flag other than the master switch and strict belongs to a family or the log") {

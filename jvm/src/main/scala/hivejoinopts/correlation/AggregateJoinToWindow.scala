@@ -57,7 +57,7 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
 
   override def family: Family = Correlation
 
-  override def flag: Flag[Boolean] = HiveJoinOptsConf.AGGREGATE_JOIN_TO_WINDOW
+  override def flag: Flag[Boolean] = HiveJoinOptsConf.CORRELATION_AGGREGATE_JOIN_TO_WINDOW_ENABLED
 
   override protected def rewrite(plan: LogicalPlan): LogicalPlan = visit(plan)
 

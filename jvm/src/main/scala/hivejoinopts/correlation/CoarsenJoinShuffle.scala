@@ -49,7 +49,7 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
 
   override def family: Family = Correlation
 
-  override def flag: Flag[Boolean] = HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE
+  override def flag: Flag[Boolean] = HiveJoinOptsConf.CORRELATION_COARSEN_JOIN_SHUFFLE_ENABLED
 
   override protected def rewrite(plan: SparkPlan): SparkPlan = plan.transformUp {
     case upper @ ShuffleExchangeExec(HashPartitioning(keys, n), child, ENSURE_REQUIREMENTS, _) =>
@@ -81,7 +81,7 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
     }
     val candidate = s"${join.nodeName} ${join.joinType.sql} on " +
       s"(${join.leftKeys.map(_.sql).mkString(", ")}) then shuffle on (${keys.map(_.sql).mkString(", ")})"
-    val minDistinct = HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS(conf)
+    val minDistinct = HiveJoinOptsConf.CORRELATION_COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS(conf)
     val distinct =
       if (minDistinct <= 1) Right(Seq("distinctKeys" -> "not checked"))
       else CoarserKeyDistinct.check(session, join, keys,

@@ -43,7 +43,7 @@ case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogical
 
   override def family: Family = Correlation
 
-  override def flag: Flag[Boolean] = HiveJoinOptsConf.GROUP_BY_CAST_JOIN_KEY
+  override def flag: Flag[Boolean] = HiveJoinOptsConf.CORRELATION_GROUP_BY_CAST_JOIN_KEY_ENABLED
 
   override protected def rewrite(plan: LogicalPlan): LogicalPlan =
     plan.transformUpWithPruning(p => p.containsPattern(AGGREGATE) && p.containsPattern(JOIN)) {

@@ -52,7 +52,7 @@ case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLog
 
   override def family: Family = Correlation
 
-  override def flag: Flag[Boolean] = HiveJoinOptsConf.MERGE_SAME_KEY_AGGREGATES
+  override def flag: Flag[Boolean] = HiveJoinOptsConf.CORRELATION_MERGE_SAME_KEY_AGGREGATES_ENABLED
 
   override protected def rewrite(plan: LogicalPlan): LogicalPlan = visit(plan)
 

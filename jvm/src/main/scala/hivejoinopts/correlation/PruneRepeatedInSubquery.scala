@@ -46,7 +46,7 @@ case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLo
 
   override def family: Family = Correlation
 
-  override def flag: Flag[Boolean] = HiveJoinOptsConf.PRUNE_REPEATED_IN_SUBQUERY
+  override def flag: Flag[Boolean] = HiveJoinOptsConf.CORRELATION_PRUNE_REPEATED_IN_SUBQUERY_ENABLED
 
   // An analyzer rule that rewrites a resolved plan: Spark allows it plain transforms here.
   override protected def rewrite(plan: LogicalPlan): LogicalPlan =

@@ -47,7 +47,7 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * '''Where the values come from.''' The small side is evaluated while the query is planned, as
  * Hive's local task materializes the small tables of a map join: a bounded query of its own
  * ([[SmallSideEvaluation]]: at most `smallSide.maxRows` rows, `smallSide.maxBytes` bytes and
- * `evaluation.timeoutMs` per query, else the join keeps its plan). Its rows then replace the
+ * `evaluation.timeout` per query, else the join keeps its plan). Its rows then replace the
  * small side in the plan as a `LocalRelation`, so the small side is computed once, not once for
  * the values and again for the join; a small side that occurs several times in one query is
  * evaluated once. Later queries reuse the rows while the side's files are unchanged
@@ -92,7 +92,7 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
 
   override def family: Family = MapJoinPruning
 
-  override def flag: Flag[Boolean] = HiveJoinOptsConf.JOIN_KEY_VALUE_PUSHDOWN
+  override def flag: Flag[Boolean] = HiveJoinOptsConf.MAP_JOIN_PRUNING_JOIN_KEY_VALUE_PUSHDOWN_ENABLED
 
   override protected def rewrite(plan: LogicalPlan): LogicalPlan = plan match {
     case s: Subquery if s.correlated => plan
@@ -242,7 +242,7 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
       case ScanUse.PushedFilter("Parquet") if values.nonEmpty =>
         val name = s"skippedFiles(${t.table}.${t.column.name})"
         ParquetFileSkipping(session, t.scan, t.column, kept, skipFilesMaxFiles,
-            HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES, deadline) match {
+            HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SKIP_FILES_MAX_FILES, deadline) match {
           case Right(out) =>
             numbers += name -> (s"${out.skipped} of ${out.files} files " +
               s"(${out.skippedBytes} bytes), by their footers")

@@ -32,11 +32,11 @@ private[mapjoinpruning] object PruningSettings {
     HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS(conf),
     HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES(conf),
     HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_IN_VALUES(conf),
-    HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS(conf),
+    HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT(conf),
     HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SAMPLE_FILES(conf),
-    HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_ROW_GROUP_OVERLAP(conf),
-    HiveJoinOptsConf.MAP_JOIN_PRUNING_MIN_SKIPPED_ROW_SHARE(conf),
-    HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES(conf))
+    HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MAX_ROW_GROUP_OVERLAP(conf),
+    HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_SKIPPED_ROW_SHARE(conf),
+    HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SKIP_FILES_MAX_FILES(conf))
 }
 
 /** The side to prune (`big`) with the side whose values prune it (`small`). */

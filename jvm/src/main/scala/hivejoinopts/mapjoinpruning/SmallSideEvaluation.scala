@@ -55,7 +55,7 @@ private[mapjoinpruning] object SmallSideEvaluation extends Logging {
     val remainingMs = (deadlineNanos - started) / 1000000L
     if (remainingMs <= 0) {
       return Left(s"the query's $budgetMs ms for evaluating small sides are used up " +
-        "(evaluation.timeoutMs)")
+        "(evaluation.timeout)")
     }
     collect(session, plan, maxRows, remainingMs, budgetMs, description).flatMap { rows =>
       val millis = (System.nanoTime() - started) / 1000000L
@@ -92,7 +92,7 @@ private[mapjoinpruning] object SmallSideEvaluation extends Logging {
     } catch {
       case _: InternalQueryTimeout =>
         Left(s"evaluating the small side went past the query's $budgetMs ms for small sides " +
-          "(evaluation.timeoutMs)")
+          "(evaluation.timeout)")
       case NonFatal(e) if isRuntimeFailure(e) =>
         // The query itself would fail the same way when it runs; it keeps its plan.
         logInfo(s"hive-join-opts: evaluating $description failed", e)

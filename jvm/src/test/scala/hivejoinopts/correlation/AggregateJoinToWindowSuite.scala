@@ -98,7 +98,7 @@ class AggregateJoinToWindowSuite extends CorrelationSuiteBase {
 
   test("the flag switches the rule per session") {
     val sql = "SELECT k, (SELECT avg(v) FROM t t2 WHERE t2.k = t1.k) FROM t t1"
-    withConf(HiveJoinOptsConf.AGGREGATE_JOIN_TO_WINDOW.key -> "false") {
+    withConf(HiveJoinOptsConf.CORRELATION_AGGREGATE_JOIN_TO_WINDOW_ENABLED.key -> "false") {
       assert(decisionsOf(spark.sql(sql)).forall(_.rule != Rule))
     }
     withConf(HiveJoinOptsConf.CORRELATION_ENABLED.key -> "false") {

@@ -35,7 +35,7 @@ class CoarsenJoinShuffleSuite extends CorrelationSuiteBase {
   private def withShuffledJoins[T](aqe: Boolean)(f: => T): T = withConf(
     SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
     SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> aqe.toString,
-    HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "100")(f)
+    HiveJoinOptsConf.CORRELATION_COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "100")(f)
 
   for (aqe <- Seq(true, false)) {
     test(s"a join on (k, b) then GROUP BY k shuffles once fewer (adaptive execution $aqe)") {
@@ -96,7 +96,7 @@ class CoarsenJoinShuffleSuite extends CorrelationSuiteBase {
 
   test("without statistics, not when the sample holds fewer distinct values than the bound") {
     withShuffledJoins(aqe = true) {
-      withConf(HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "1000") {
+      withConf(HiveJoinOptsConf.CORRELATION_COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "1000") {
         assertSkipped(Rule, spark.sql(viewsJoinThenGroup), "500 distinct values")
         assert(shufflesOf(withExtension(on = true)(executedPlan(spark.sql(viewsJoinThenGroup)))) == 3)
       }
@@ -128,7 +128,7 @@ class CoarsenJoinShuffleSuite extends CorrelationSuiteBase {
 
   test("not when the coarser key has fewer distinct values than the bound") {
     withShuffledJoins(aqe = true) {
-      withConf(HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "100000") {
+      withConf(HiveJoinOptsConf.CORRELATION_COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "100000") {
         assertSkipped(Rule, spark.sql(joinThenGroup), "fewer than")
       }
     }
@@ -136,7 +136,7 @@ class CoarsenJoinShuffleSuite extends CorrelationSuiteBase {
 
   test("the flag switches the rule per session") {
     withShuffledJoins(aqe = true) {
-      withConf(HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE.key -> "false") {
+      withConf(HiveJoinOptsConf.CORRELATION_COARSEN_JOIN_SHUFFLE_ENABLED.key -> "false") {
         assert(shufflesOf(withExtension(on = true)(executedPlan(spark.sql(joinThenGroup)))) == 3)
         assert(decisionsOf(spark.sql(joinThenGroup)).forall(_.rule != Rule))
       }
@@ -144,7 +144,7 @@ class CoarsenJoinShuffleSuite extends CorrelationSuiteBase {
   }
 
   test("a bad bound fails at SET") {
-    val key = HiveJoinOptsConf.COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key
+    val key = HiveJoinOptsConf.CORRELATION_COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key
     val e = intercept[IllegalArgumentException](spark.sql(s"SET $key=-1"))
     assert(e.getMessage.contains(key))
   }

@@ -127,7 +127,7 @@ class GroupByCastJoinKeySuite extends CorrelationSuiteBase {
 
   test("the flag switches the rule per session") {
     withShuffledJoins() {
-      withConf(HiveJoinOptsConf.GROUP_BY_CAST_JOIN_KEY.key -> "false") {
+      withConf(HiveJoinOptsConf.CORRELATION_GROUP_BY_CAST_JOIN_KEY_ENABLED.key -> "false") {
         assert(shuffles(joinThenGroup) == (3, 3))
         assert(decisionsOf(spark.sql(joinThenGroup)).forall(_.rule != Rule))
       }

@@ -122,7 +122,7 @@ class MergeSameKeyAggregatesSuite extends CorrelationSuiteBase {
 
   test("the flag switches the rule per session") {
     val sql = two("SELECT k, sum(v) AS sv FROM s GROUP BY k", "SELECT k, min(v) FROM s GROUP BY k")
-    withConf(HiveJoinOptsConf.MERGE_SAME_KEY_AGGREGATES.key -> "false") {
+    withConf(HiveJoinOptsConf.CORRELATION_MERGE_SAME_KEY_AGGREGATES_ENABLED.key -> "false") {
       assert(decisionsOf(spark.sql(sql)).forall(_.rule != Rule))
     }
   }

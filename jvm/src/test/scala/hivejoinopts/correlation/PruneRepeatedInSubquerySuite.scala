@@ -85,7 +85,7 @@ class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
     val sorted = q95.replace("sales", "sorted_sales")
     // Pushed even where the values rule out few row groups: the interaction is what is tested.
     withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES.key -> "0",
-        HiveJoinOptsConf.MAP_JOIN_PRUNING_MIN_SKIPPED_ROW_SHARE.key -> "0") {
+        HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_SKIPPED_ROW_SHARE.key -> "0") {
       val df = spark.sql(sorted)
       assert(firedBy("JoinKeyValuePushdown", df).nonEmpty, decisionsOf(df).mkString("\n"))
       assert(firedBy(Rule, df).nonEmpty, decisionsOf(df).mkString("\n"))
@@ -117,11 +117,11 @@ class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
     withConf(
         "spark.sql.autoBroadcastJoinThreshold" -> "-1",
         HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_INPUT_BYTES.key -> "0",
-        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_ROWS.key -> "5",
-        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.1",
+        HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_ROWS.key -> "5",
+        HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_FRACTION.key -> "0.1",
         // A cluster's slots, where the split pays off.
         HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "64") {
-      val others = withConf(HiveJoinOptsConf.PRUNE_REPEATED_IN_SUBQUERY.key -> "false") {
+      val others = withConf(HiveJoinOptsConf.CORRELATION_PRUNE_REPEATED_IN_SUBQUERY_ENABLED.key -> "false") {
         decisionsOf(spark.sql(sql)).filter(_.fired).map(_.rule)
       }
       assert(others.toSet == Set("SkewJoinSplit"), others)
@@ -132,7 +132,7 @@ class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
   }
 
   test("the flag switches the rule per session") {
-    withConf(HiveJoinOptsConf.PRUNE_REPEATED_IN_SUBQUERY.key -> "false") {
+    withConf(HiveJoinOptsConf.CORRELATION_PRUNE_REPEATED_IN_SUBQUERY_ENABLED.key -> "false") {
       assert(decisionsOf(spark.sql(q95)).forall(_.rule != Rule))
     }
   }

@@ -164,7 +164,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
         assert(d.reason.contains("bigSide.minSkippedRowShare"), d)
         val (off, on) = offAndOn(sql(query))
         assert(pushed(scanOf(on, "fact")) == pushed(scanOf(off, "fact")))
-        withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_MIN_SKIPPED_ROW_SHARE.key -> "0") {
+        withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_SKIPPED_ROW_SHARE.key -> "0") {
           assert(ruleDecisions(sql(query)).exists(_.fired))
           checkSameAnswer(sql(query))
         }
@@ -216,11 +216,11 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
         assert(filesRead(scanOf(on, "fact")) == 1, keyType)
         assert(scanOf(on, "fact").relation.location.isInstanceOf[FooterPrunedFileIndex], keyType)
         assert(skippedFiles(sql(rangeQuery)).startsWith("3 of 4 files"), keyType)
-        withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES.key -> "0") {
+        withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SKIP_FILES_MAX_FILES.key -> "0") {
           assert(filesRead(scanOf(executedPlan(sql(rangeQuery)), "fact")) == 4, keyType)
           assert(skippedFiles(sql(rangeQuery)) == "none: mapJoinPruning.bigSide.skipFiles.maxFiles is 0")
         }
-        withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SKIP_FILES_MAX_FILES.key -> "3") {
+        withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SKIP_FILES_MAX_FILES.key -> "3") {
           assert(skippedFiles(sql(rangeQuery)).contains("4 files, over"), keyType)
         }
       }
@@ -633,7 +633,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
 
   test("the rule's own flag switches it per session") {
     withStar() {
-      withConf(HiveJoinOptsConf.JOIN_KEY_VALUE_PUSHDOWN.key -> "false") {
+      withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_JOIN_KEY_VALUE_PUSHDOWN_ENABLED.key -> "false") {
         assert(ruleDecisions(sql(starQuery)).isEmpty)
         assert(!pushed(scanOf(executedPlan(sql(starQuery)), "fact")).contains("In(k"))
       }

@@ -518,7 +518,7 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
   }
 
   test("NULL keys of a preserved side bypass the shuffle, and are never lost") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.05") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_FRACTION.key -> "0.05") {
       spark.range(0, 2000).selectExpr("CASE WHEN id % 3 = 0 THEN id ELSE NULL END AS k", "id AS v")
         .createOrReplaceTempView("nully_view")
       val dir = java.nio.file.Files.createTempDirectory("nully").toString + "/t"
@@ -617,7 +617,7 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
         "JOIN small ON b.k = small.k GROUP BY b.k"
       checkSameAnswer(sql(cast))
       assert(aggregated(sql(cast)) == 1 && aggregatesOnJoinShuffle(executedPlan(sql(cast))) == 1)
-      withConf(HiveJoinOptsConf.GROUP_BY_CAST_JOIN_KEY.key -> "false") {
+      withConf(HiveJoinOptsConf.CORRELATION_GROUP_BY_CAST_JOIN_KEY_ENABLED.key -> "false") {
         checkSameAnswer(sql(cast))
         assert(fired(sql(cast)).size == 1 && aggregated(sql(cast)) == 0)
         assert(aggregatesOnJoinShuffle(executedPlan(sql(cast))) == 0)
@@ -633,7 +633,7 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
 
   test("GROUP BY the key over a split whose NULL keys bypass the shuffle: three branches") {
     withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
-        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.05") {
+        HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_FRACTION.key -> "0.05") {
       // big's 300 NULL keys (10%) bypass the shuffle; key 7 is joined map-side.
       val query = "SELECT big.k, count(*), sum(small.w), max(big.v) FROM big LEFT OUTER JOIN " +
         "small ON big.k = small.k GROUP BY big.k"
@@ -658,7 +658,7 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
 
   test("a join on the same key above a split whose NULL keys bypass the shuffle follows it") {
     withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
-        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.05") {
+        HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_FRACTION.key -> "0.05") {
       spark.table("small").selectExpr("k", "w + 1 AS x").createOrReplaceTempView("small2")
       // big's 300 NULL keys bypass the first join; the second, on big.k, cannot match them.
       val split = "(SELECT big.k, big.v, small.w FROM big LEFT OUTER JOIN small " +
@@ -773,7 +773,7 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
       withTempView("big_null_k2") {
         spark.read.parquet(s"$dir/big_null_k2").createOrReplaceTempView("big_null_k2")
         withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
-            HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.05") {
+            HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_FRACTION.key -> "0.05") {
           checkNullBranchOnly()
         }
       }
@@ -904,9 +904,9 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
   }
 
   test("the number of skewed keys is capped") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.0001",
-        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_ROWS.key -> "1",
-        HiveJoinOptsConf.SKEW_JOIN_MAX_KEYS.key -> "3") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_FRACTION.key -> "0.0001",
+        HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_ROWS.key -> "1",
+        HiveJoinOptsConf.SKEW_JOIN_MAX_SKEWED_KEYS.key -> "3") {
       val query = select("INNER", "big.k = small.k")
       assert(fired(sql(query)).head.numbers.toMap.apply("skewedKeys").toInt <= 3)
       checkSameAnswer(sql(query))

@@ -21,8 +21,8 @@ trait SkewJoinTestBase extends HiveJoinOptsQueryTest {
     SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
     HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "64",
     HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_INPUT_BYTES.key -> "0",
-    HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_ROWS.key -> "10",
-    HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.1")
+    HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_ROWS.key -> "10",
+    HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_FRACTION.key -> "0.1")
 
   protected def withSkewConf[T](extra: (String, String)*)(f: => T): T = {
     ExtensionState.clearAll()

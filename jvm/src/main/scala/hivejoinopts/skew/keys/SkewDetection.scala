@@ -32,13 +32,13 @@ private[skew] object SkewDetection {
       Found(None, None, Seq(s"${input.side}: ${input.bytes} bytes, under the $minBytes bytes " +
         "worth sampling"))
     } else {
-      val maxKeys = SKEW_JOIN_MAX_KEYS(conf)
+      val maxKeys = SKEW_JOIN_MAX_SKEWED_KEYS(conf)
       KeySampler.sample(session, input.readable, indexes.map(input.keys), maxKeys + 1,
           sampleBounds(conf)) match {
         case Left(reason) => Found(None, None, Seq(s"${input.side}: $reason"))
         case Right(sample) =>
-          val minFraction = SKEW_JOIN_MIN_KEY_FRACTION(conf)
-          val minRows = SKEW_JOIN_MIN_KEY_ROWS(conf)
+          val minFraction = SKEW_JOIN_DETECTION_MIN_KEY_FRACTION(conf)
+          val minRows = SKEW_JOIN_DETECTION_MIN_KEY_ROWS(conf)
           val heavy = sample.top.filter { case (_, c) =>
             sample.share(c) >= minFraction && sample.rowsOf(c) >= minRows
           }.take(maxKeys)

@@ -46,8 +46,8 @@ private[skew] final class SkewFinder(session: SparkSession, conf: SQLConf) exten
   /** Preserved sides whose NULL keys are skewed and cannot match. */
   def nullBypassSides(t: JoinType, pairs: Seq[KeyPair], found: Map[JoinSide, Found]): Seq[JoinSide] = {
     if (!SKEW_JOIN_NULL_KEYS_ENABLED(conf) || pairs.exists(_.nullSafe)) return Nil
-    val minFraction = SKEW_JOIN_MIN_KEY_FRACTION(conf)
-    val minRows = SKEW_JOIN_MIN_KEY_ROWS(conf)
+    val minFraction = SKEW_JOIN_DETECTION_MIN_KEY_FRACTION(conf)
+    val minRows = SKEW_JOIN_DETECTION_MIN_KEY_ROWS(conf)
     JoinSides(t).preservedSides.filter { side =>
       found(side).sample.exists(s => s.nullShare >= minFraction && s.rowsOf(s.nullRows) >= minRows)
     }

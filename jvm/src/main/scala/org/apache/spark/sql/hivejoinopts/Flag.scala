@@ -9,7 +9,10 @@ import org.apache.spark.sql.internal.SQLConf
  * its config entries `private[spark]`, which is why this file, alone in the project, lives in
  * Spark's package. Creating a flag registers it, so Spark checks its values at `SET`.
  */
-final class Flag[T] private (entry: ConfigEntry[T], val valueType: String) {
+final class Flag[T] private (
+    entry: ConfigEntry[T],
+    val valueType: String,
+    val replacedBy: Option[String] = None) {
   def key: String = entry.key
   def doc: String = entry.doc
   def version: String = entry.version
@@ -26,6 +29,9 @@ object Flag {
   private def builder(key: String, doc: String, version: String): ConfigBuilder =
     SQLConf.buildConf(key).doc(doc).version(version)
 
+  private def withAlternative(b: ConfigBuilder, alternative: Option[String]): ConfigBuilder =
+    alternative.fold(b)(b.withAlternative)
+
   def boolean(key: String, doc: String, version: String, default: Boolean): Flag[Boolean] =
     new Flag(builder(key, doc, version).booleanConf.createWithDefault(default), "boolean")
 
@@ -34,10 +40,11 @@ object Flag {
     new Flag(builder(key, doc, version).intConf.checkValue(valid, rule)
       .createWithDefault(default), "int")
 
+  /** With `replacedBy`, a deprecated flag: the key that replaces it. */
   def long(key: String, doc: String, version: String, default: Long,
-      valid: Long => Boolean, rule: String): Flag[Long] =
+      valid: Long => Boolean, rule: String, replacedBy: Option[String] = None): Flag[Long] =
     new Flag(builder(key, doc, version).longConf.checkValue(valid, rule)
-      .createWithDefault(default), "long")
+      .createWithDefault(default), "long", replacedBy)
 
   def double(key: String, doc: String, version: String, default: Double,
       valid: Double => Boolean, rule: String): Flag[Double] =
@@ -50,10 +57,14 @@ object Flag {
     new Flag(builder(key, doc, version).bytesConf(ByteUnit.BYTE).checkValue(valid, rule)
       .createWithDefaultString(default), "bytes")
 
-  /** A duration such as `30s` or `500ms` (plain numbers are milliseconds), read as ms. */
+  /**
+   * A duration such as `30s` or `500ms` (plain numbers are milliseconds), read as ms. With an
+   * `alternative` key (a deprecated flag), that key's value is read when this one is not set.
+   */
   def duration(key: String, doc: String, version: String, default: String,
-      valid: Long => Boolean, rule: String): Flag[Long] =
-    new Flag(builder(key, doc, version).timeConf(java.util.concurrent.TimeUnit.MILLISECONDS)
+      valid: Long => Boolean, rule: String, alternative: Option[String] = None): Flag[Long] =
+    new Flag(withAlternative(builder(key, doc, version), alternative)
+      .timeConf(java.util.concurrent.TimeUnit.MILLISECONDS)
       .checkValue(valid, rule).createWithDefaultString(default), "duration")
 
   /** One of `values`, compared without case; read in lower case. */
