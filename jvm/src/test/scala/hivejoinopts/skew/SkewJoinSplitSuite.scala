@@ -19,15 +19,22 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     createSkewedTables()
   }
 
-  private val joinTypes = Seq("INNER", "LEFT OUTER", "RIGHT OUTER", "FULL OUTER")
+  /**
+   * The form each join type runs in under each `skewJoin.form`, with `big` skewed on key 7: the
+   * salted form would replicate the preserved `small` rows of RIGHT and FULL OUTER joins, so
+   * they run in the union form; where both forms are exact, `auto` finds shuffling key 7's half
+   * of `big` dearer than reading `big` (each of its row groups holds key 7) and `small` again.
+   */
+  private val formsRun: Seq[((String, String), Map[String, String])] = Seq(
+    ("union", "true") -> joinTypes.map(_ -> "union").toMap,
+    ("salted", "true") -> Map("INNER" -> "salted", "LEFT OUTER" -> "salted",
+      "RIGHT OUTER" -> "union", "FULL OUTER" -> "union"),
+    ("auto", "false") -> joinTypes.map(_ -> "union").toMap)
 
-  private def select(joinType: String, on: String) =
-    s"SELECT big.k, big.v, small.k AS sk, small.w FROM big $joinType JOIN small ON $on"
-
-  for ((form, aqe) <- Seq("union" -> "true", "salted" -> "true", "auto" -> "false");
-       joinType <- joinTypes) {
-    test(s"$joinType join skewed on the big side, $form form, AQE $aqe: same rows") {
-      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> form,
+  for (((flag, aqe), forms) <- formsRun; joinType <- joinTypes; form = forms(joinType)) {
+    test(s"$joinType join skewed on the big side, skewJoin.form $flag: the $form form, " +
+        s"AQE $aqe, same rows") {
+      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> flag,
           SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> aqe) {
         checkSameAnswer(sql(select(joinType, "big.k = small.k")))
         val df = sql(select(joinType, "big.k = small.k"))
@@ -35,6 +42,11 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
         assert(fired.size == 1, decisions(df))
         assert(fired.head.numbers.toMap.apply("bigSide") == "left")
         assert(fired.head.numbers.toMap.apply("keys") == "7")
+        assert(fired.head.numbers.toMap.apply("form") == form, fired.head)
+        // The plan has the form's shape: a union of branches, or a join on the key and a salt.
+        val plan = df.queryExecution.optimizedPlan
+        if (form == "union") assert(splitUnions(df) > 0 && saltedJoins(df) == 0, plan)
+        else assert(splitUnions(df) == 0 && saltedJoins(df) == 1, plan)
       }
     }
   }

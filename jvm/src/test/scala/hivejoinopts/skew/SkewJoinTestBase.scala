@@ -1,7 +1,7 @@
 package hivejoinopts.skew
 
 import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.catalyst.plans.logical.{Join, Union}
+import org.apache.spark.sql.catalyst.plans.logical.{Generate, Join, Union}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.joins.{BroadcastHashJoinExec, ShuffledHashJoinExec, SortMergeJoinExec}
 import org.apache.spark.sql.internal.SQLConf
@@ -9,6 +9,7 @@ import org.apache.spark.sql.internal.SQLConf
 import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf, HiveJoinOptsQueryTest}
 import hivejoinopts.log.Decision
 import hivejoinopts.scan.KeySampler
+import hivejoinopts.skew.split.SaltedForm
 
 /** Small skewed tables and the helpers the skew suites share. */
 trait SkewJoinTestBase extends HiveJoinOptsQueryTest {
@@ -48,6 +49,12 @@ trait SkewJoinTestBase extends HiveJoinOptsQueryTest {
     spark.read.parquet(s"$dir/small").createOrReplaceTempView("small")
   }
 
+  protected val joinTypes: Seq[String] = Seq("INNER", "LEFT OUTER", "RIGHT OUTER", "FULL OUTER")
+
+  /** `big` joined to `small` by `joinType` on `on`, with columns of both. */
+  protected def select(joinType: String, on: String): String =
+    s"SELECT big.k, big.v, small.k AS sk, small.w FROM big $joinType JOIN small ON $on"
+
   protected def decisions(df: DataFrame, rule: String = "SkewJoinSplit"): Seq[Decision] =
     HiveJoinOpts.explain(df).decisions.filter(_.rule == rule)
 
@@ -62,6 +69,11 @@ trait SkewJoinTestBase extends HiveJoinOptsQueryTest {
   protected def broadcastJoins(plan: SparkPlan): Int = joinsOf(plan).count(_.isInstanceOf[BroadcastHashJoinExec])
 
   protected def shuffleJoins(plan: SparkPlan): Int = joinsOf(plan).count(!_.isInstanceOf[BroadcastHashJoinExec])
+
+  /** Salted joins in the optimized plan: the other side's rows copied once per salt. */
+  protected def saltedJoins(df: DataFrame): Int =
+    df.queryExecution.optimizedPlan.collect { case g: Generate
+      if g.generatorOutput.exists(_.name == SaltedForm.SaltName) => g }.size
 
   /** Unions in the optimized plan, and joins under them. */
   protected def splitUnions(df: DataFrame): Int =
