@@ -9,7 +9,6 @@ import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, SortMergeJoin
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf
-import hivejoinopts.skew.form.{SplitForm, SplitPayoff}
 import hivejoinopts.skew.split.SaltedForm
 
 class SkewJoinSplitSuite extends SkewJoinTestBase {
@@ -138,36 +137,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
         "ON big.k = small.k"
       assert(fired(sql(hinted)).nonEmpty)
     }
-  }
-
-  test("the split's estimate: no gain on few slots unless it saves shuffling more than it reads") {
-    def gain(
-        form: SplitForm,
-        slots: Int,
-        heaviest: Double,
-        reread: Double,
-        bScanBytes: Double = 1000,
-        otherPreserved: Boolean = false) = SplitPayoff.estimate(
-      form, slots, bBytes = 1000, oBytes = 100, bScanBytes = bScanBytes, oScanBytes = 100,
-      heaviestShare = heaviest, skewShare = heaviest, reread = reread,
-      otherPreserved = otherPreserved, otherSkewBytes = 10, buckets = 8)
-    // A clustered big side: the union form rereads only the heavy key's row groups, and no
-    // longer shuffles them.
-    assert(gain(SplitForm.Union, 2, 0.55, 0.55).pays)
-    // Unless its scan reads four times what it hands to the join (a filter on a wide column).
-    assert(!gain(SplitForm.Union, 2, 0.55, 0.55, bScanBytes = 4000).pays)
-    assert(gain(SplitForm.Union, 2, 0.55, 0.55, bScanBytes = 4000).numbers.toMap
-      .apply("rereadBytesPerSlot") == "1150")
-    // A preserved other side: the anti-join branch reads both inputs once more.
-    assert(gain(SplitForm.Union, 2, 0.55, 0.55, bScanBytes = 2000).pays)
-    assert(!gain(SplitForm.Union, 2, 0.55, 0.55, bScanBytes = 2000, otherPreserved = true).pays)
-    // Unclustered: it reads the big side again for a moderate key, on two slots a loss...
-    assert(!gain(SplitForm.Union, 2, 0.08, 1.0).pays)
-    // ...that a 64-slot stage held back by the key's task makes good.
-    assert(gain(SplitForm.Union, 64, 0.08, 1.0).pays)
-    assert(gain(SplitForm.Union, 64, 0.08, 1.0).straggler > 0)
-    val salted = gain(SplitForm.Salted, 2, 0.44, 1.0)
-    assert(salted.straggler == 0 && !salted.pays)
   }
 
   test("the estimate sizes the big side by the rows its sample found, not Spark's estimate") {
