@@ -139,23 +139,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
-  test("the estimate sizes the big side by the rows its sample found, not Spark's estimate") {
-    // Without column statistics Spark estimates a filter to keep every row; the sample counts
-    // the tenth that `v < 300` keeps.
-    withSkewConf() {
-      def numbers(query: String) =
-        decisions(sql(query)).find(_.candidate.startsWith("INNER")).get.numbers.toMap
-      // The join drops the tenth of `big` with a NULL key.
-      val all = numbers(select("INNER", "big.k = small.k"))
-      def near(bytes: String, expected: Double) = math.abs(bytes.toDouble - expected) <= 1
-      assert(near(all("bigSideJoinBytes"), all("leftBytes").toDouble * 0.9), all)
-      val filtered = numbers("SELECT big.k, big.v, small.w FROM (SELECT * FROM big WHERE " +
-        "v < 300) big JOIN small ON big.k = small.k")
-      assert(filtered("leftBytes") == all("leftBytes"), filtered)
-      assert(near(filtered("bigSideJoinBytes"), all("leftBytes").toDouble * 0.09), filtered)
-    }
-  }
-
   test("a split steps aside where its second reads repeat a filter on a column the join drops") {
     // Key 7 holds half of `padded`; `pad` is wide and never reaches the join. On three slots
     // the union form pays for reading `padded`'s keys and values twice more (the map-side and
@@ -214,51 +197,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
-  test("the salted form is never used where it would replicate a preserved row") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "salted") {
-      for (query <- Seq(
-          "SELECT * FROM big FULL OUTER JOIN small ON big.k = small.k",
-          "SELECT * FROM small LEFT OUTER JOIN big ON small.k = big.k",
-          "SELECT * FROM small LEFT SEMI JOIN big ON small.k = big.k")) {
-        val form = fired(sql(query)).map(_.numbers.toMap.apply("form"))
-        assert(form == Seq("union"), query)
-        checkSameAnswer(sql(query))
-      }
-    }
-  }
-
-  test("auto: the union form where the big side's row groups let it skip the other keys") {
-    // Key 7 holds 15% of the rows: shuffling them costs less than reading the whole big side
-    // again, but more than reading the row groups that may hold key 7 when the table is sorted.
-    val dir = java.nio.file.Files.createTempDirectory("skew-form").toString
-    val rows = spark.range(0, 20000).selectExpr(
-      "CAST(CASE WHEN id % 20 < 3 THEN 7 ELSE id END AS INT) AS k", "id AS v")
-    rows.orderBy("k").coalesce(1).write.option("parquet.block.size", "4096")
-      .parquet(s"$dir/sorted")
-    rows.orderBy(org.apache.spark.sql.functions.rand(3)).coalesce(1)
-      .write.option("parquet.block.size", "4096").parquet(s"$dir/spread")
-    withTempView("sorted", "spread") {
-      spark.read.parquet(s"$dir/sorted").createOrReplaceTempView("sorted")
-      spark.read.parquet(s"$dir/spread").createOrReplaceTempView("spread")
-      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "auto") {
-        def decision(table: String) = {
-          val query = s"SELECT $table.v, small.w FROM $table JOIN small ON $table.k = small.k"
-          checkSameAnswer(sql(query))
-          val d = fired(sql(query))
-          assert(d.size == 1, decisions(sql(query)))
-          d.head.numbers.toMap
-        }
-        val sorted = decision("sorted")
-        assert(sorted("form") == "union", sorted)
-        assert(sorted("unionRereadsBigSide").stripSuffix("% (row-group statistics)").toDouble < 50,
-          sorted)
-        val spread = decision("spread")
-        assert(spread("form") == "salted", spread)
-        assert(spread("unionRereadsBigSide") == "100.0% (row-group statistics)", spread)
-      }
-    }
-  }
-
   test("union form on a table clustered by the key: each branch leaves out the files it would skip") {
     // One file holds only key 7 (in the second table also a NULL key, in the third only NULL
     // keys); the other files hold keys 100 to 999. The map-side branch needs only the first
@@ -313,36 +251,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
         checkSameAnswer(sql(query))
         assert(filesRead(query) == Seq(4, 4))
         assert(skippedFiles(query, "mapSide") == "none: skewJoin.skipFiles.maxFiles is 0")
-      }
-    }
-  }
-
-  test("string keys that reach an ORC scan: the salted form, never the union form's filters") {
-    // ORC orders string statistics by UTF-16 code units: a row group of the heavy key U+FF01,
-    // of ASCII keys and of emoji keys has, by Spark's byte order, an emoji max, which is below
-    // U+FF01 for ORC: it would skip the row group for the union form's pushed `k = U+FF01`.
-    withTempDir { dir =>
-      val emoji = "\ud83d\ude00"
-      val rows = (0 until 3000).map(i => (Seq("\uff01", s"$emoji${i % 500}", s"k${i % 500}")(i % 3),
-        i.toLong))
-      spark.createDataFrame(rows).toDF("k", "v").coalesce(1)
-        .write.option("orc.row.index.stride", "10000").orc(s"$dir/big")
-      val keys = ("\uff01" +: (0 until 500).flatMap(i => Seq(s"$emoji$i", s"k$i"))).zipWithIndex
-      spark.createDataFrame(keys).toDF("k", "w").write.orc(s"$dir/small")
-      withTempView("big_orc", "small_orc") {
-        spark.read.orc(s"$dir/big").createOrReplaceTempView("big_orc")
-        spark.read.orc(s"$dir/small").createOrReplaceTempView("small_orc")
-        withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
-          val inner = "SELECT b.k, b.v, s.w FROM big_orc b JOIN small_orc s ON b.k = s.k"
-          checkSameAnswer(sql(inner))
-          // Counted here: a WHERE on the key would itself be pushed into ORC.
-          assert(sql(inner).collect().count(_.getString(0) == "\uff01") == 1000)
-          assert(fired(sql(inner)).map(_.numbers.toMap.apply("form")) == Seq("salted"))
-          val full = "SELECT b.k, b.v, s.w FROM big_orc b FULL OUTER JOIN small_orc s ON b.k = s.k"
-          checkSameAnswer(sql(full))
-          assert(fired(sql(full)).isEmpty)
-          assert(decisions(sql(full)).exists(_.reason.contains("ORC scan")), decisions(sql(full)))
-        }
       }
     }
   }
@@ -416,39 +324,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
           else if (joinType.contains("ANTI")) assert(rows.size == 20, s"$table: NULL keys")
         }
       }
-    }
-  }
-
-  test("an input with a correlated subquery: the salted form, or no rewrite") {
-    // The union form's fresh copy of an input renews its expression ids; the plan of a
-    // correlated subquery inside it would still refer to the old ones. The subqueries correlate
-    // on columns without skew, so that they stay subqueries (a split one becomes a join).
-    val input = "(SELECT * FROM big WHERE EXISTS (SELECT 1 FROM small s2 WHERE s2.w = big.v " +
-      "AND s2.w > 5)) b"
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
-      val inner = s"SELECT b.k, b.v, small.w FROM $input JOIN small ON b.k = small.k"
-      checkSameAnswer(sql(inner))
-      assert(fired(sql(inner)).map(_.numbers.toMap.apply("form")) == Seq("salted"))
-      val full = s"SELECT b.k, b.v, small.w FROM $input FULL OUTER JOIN small ON b.k = small.k"
-      checkSameAnswer(sql(full))
-      // The EXISTS is a candidate too (a semi join on w = v, without skew): not this decision.
-      val Seq(d) = decisions(sql(full)).filter(_.candidate.contains("FULL OUTER"))
-      assert(!d.fired && d.reason.contains("correlated subquery"), d)
-      // NULL keys skewed, no skewed value: the NULL branch would copy the input too.
-      val nullsOnly = "(SELECT * FROM big WHERE (k IS NULL OR k <> 7) AND NOT EXISTS " +
-        "(SELECT 1 FROM small s2 WHERE s2.w = big.v AND s2.w < 0)) b"
-      val left = s"SELECT b.k, b.v, small.w FROM $nullsOnly LEFT OUTER JOIN small ON b.k = small.k"
-      checkSameAnswer(sql(left))
-      val Seq(n) = decisions(sql(left)).filter(_.candidate.contains("LEFT OUTER"))
-      assert(!n.fired && n.reason.contains("correlated subquery"), n)
-      // Correlated on the skewed k2: the EXISTS is split as the semi join it becomes, which is
-      // no subquery, and the join above it still samples its input (as the filter it was).
-      val splitExists = "SELECT b.k, b.v, small.w FROM (SELECT * FROM big WHERE EXISTS " +
-        "(SELECT 1 FROM small s2 WHERE s2.k2 = big.k2 AND s2.w > 5)) b JOIN small ON b.k = small.k"
-      checkSameAnswer(sql(splitExists))
-      val Seq(semi, join) = fired(sql(splitExists))
-      assert(semi.candidate.startsWith("LEFT SEMI") && join.candidate.startsWith("INNER"))
-      assert(Seq(semi, join).map(_.numbers.toMap.apply("form")) == Seq("union", "union"))
     }
   }
 
@@ -861,26 +736,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     withSkewConf() {
       val nonEqui = decisions(sql("SELECT * FROM big JOIN small ON big.k < small.k AND small.w < 5"))
       assert(nonEqui.map(_.reason) == Seq("no equi-join keys"), nonEqui)
-    }
-  }
-
-  test("a non-deterministic input is never read twice") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
-      val input = "(SELECT k + cast(rand() * 0 AS bigint) AS k, v FROM big) b"
-      val inner = sql(s"SELECT /*+ SKEW('b', 'k', 7) */ count(*) FROM $input JOIN small ON b.k = small.k")
-      assert(fired(inner).map(_.numbers.toMap.apply("form")) == Seq("salted"))
-      checkSameAnswer(sql(s"SELECT /*+ SKEW('b', 'k', 7) */ count(*) FROM $input JOIN small ON b.k = small.k"))
-      val full = decisions(sql(
-        s"SELECT /*+ SKEW('b', 'k', 7) */ * FROM $input FULL OUTER JOIN small ON b.k = small.k"))
-      assert(full.size == 1 && !full.head.fired && full.head.reason.contains("not deterministic"),
-        full)
-    }
-  }
-
-  test("the other side's rows for the skewed keys must fit the broadcast bound") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_MAX_BROADCAST_BYTES.key -> "100") {
-      val d = decisions(sql("SELECT * FROM big a JOIN big b ON a.k = b.k AND a.v < 100"))
-      assert(d.size == 1 && !d.head.fired && d.head.reason.contains("maxBroadcastBytes"), d)
     }
   }
 
