@@ -1,5 +1,7 @@
 package hivejoinopts.skew
 
+import scala.collection.mutable
+
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.plans.logical.{Generate, Join, Union}
 import org.apache.spark.sql.execution.SparkPlan
@@ -9,6 +11,7 @@ import org.apache.spark.sql.internal.SQLConf
 import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf, HiveJoinOptsQueryTest}
 import hivejoinopts.log.Decision
 import hivejoinopts.scan.KeySampler
+import hivejoinopts.skew.keys.SkewMetadata
 import hivejoinopts.skew.split.SaltedForm
 
 /** Small skewed tables and the helpers the skew suites share. */
@@ -50,6 +53,24 @@ trait SkewJoinTestBase extends HiveJoinOptsQueryTest {
   }
 
   protected val joinTypes: Seq[String] = Seq("INNER", "LEFT OUTER", "RIGHT OUTER", "FULL OUTER")
+
+  /**
+   * `big`'s rows as the catalog table `table`, whose properties declare it skewed on `columns`
+   * ('c' or 'c1,c2') with `values` (SQL literals, as the property holds them).
+   */
+  protected def createDeclaredTable(table: String, columns: String, values: String): Unit = {
+    spark.table("big").write.saveAsTable(table)
+    declaredTables += table
+    sql(s"ALTER TABLE $table SET TBLPROPERTIES ('${SkewMetadata.ColumnsProperty}' = " +
+      s"""'$columns', '${SkewMetadata.ValuesProperty}' = "$values")""")
+  }
+
+  private val declaredTables = mutable.ArrayBuffer.empty[String]
+
+  override def afterAll(): Unit = {
+    try declaredTables.foreach(t => sql(s"DROP TABLE IF EXISTS $t"))
+    finally super.afterAll()
+  }
 
   /** `big` joined to `small` by `joinType` on `on`, with columns of both. */
   protected def select(joinType: String, on: String): String =
