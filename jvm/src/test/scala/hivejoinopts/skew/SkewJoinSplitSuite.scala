@@ -326,33 +326,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
-  test("a chain of joins on the same key keeps the skewed keys map-side") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
-      spark.table("small").selectExpr("k", "w + 1 AS x").createOrReplaceTempView("small2")
-      val query = "SELECT big.v, small.w, small2.x FROM big JOIN small ON big.k = small.k " +
-        "JOIN small2 ON big.k = small2.k"
-      checkSameAnswer(sql(query))
-      val reasons = fired(sql(query)).map(_.reason)
-      assert(reasons.exists(_.startsWith("follows the split of the join below")), reasons)
-      val plan = executedPlan(sql(query))
-      assert(broadcastJoins(plan) == 2 && shuffleJoins(plan) == 2, plan)
-    }
-  }
-
-  test("a chain of joins on a cast of the key keeps the skewed keys map-side") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
-      spark.table("small").selectExpr("k", "w + 1 AS x").createOrReplaceTempView("small2")
-      // big.k as int, joined to the bigint keys of both small sides: the split key is the cast.
-      val query = "SELECT b.v, small.w, small2.x FROM (SELECT CAST(k AS INT) AS k, v FROM big) b " +
-        "JOIN small ON b.k = small.k JOIN small2 ON b.k = small2.k"
-      checkSameAnswer(sql(query))
-      val reasons = fired(sql(query)).map(_.reason)
-      assert(reasons.exists(_.startsWith("follows the split of the join below")), reasons)
-      val plan = executedPlan(sql(query))
-      assert(broadcastJoins(plan) == 2 && shuffleJoins(plan) == 2, plan)
-    }
-  }
-
   /** Final aggregates with a shuffle join below them and no shuffle in between. */
   private def aggregatesOnJoinShuffle(plan: SparkPlan): Int = collectWithSubqueries(plan) {
     case a: HashAggregateExec if a.aggregateExpressions.exists(_.mode == Final) &&
@@ -423,68 +396,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
       val declined = decisions(sql(full)).filter(_.candidate.startsWith("GROUP BY"))
       assert(declined.size == 1 && !declined.head.fired &&
         declined.head.reason.contains("preserved"), decisions(sql(full)))
-    }
-  }
-
-  test("a join on the same key above a split whose NULL keys bypass the shuffle follows it") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
-        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.05") {
-      spark.table("small").selectExpr("k", "w + 1 AS x").createOrReplaceTempView("small2")
-      // big's 300 NULL keys bypass the first join; the second, on big.k, cannot match them.
-      val split = "(SELECT big.k, big.v, small.w FROM big LEFT OUTER JOIN small " +
-        "ON big.k = small.k) u"
-      // query, NULL rows in the answer, the number telling the NULL branch's fate
-      val cases = Seq(
-        (s"SELECT u.k, u.v, u.w, x FROM $split LEFT OUTER JOIN small2 ON u.k = small2.k", 300,
-          Some("1 of 1")),
-        (s"SELECT u.k, u.v FROM $split LEFT ANTI JOIN small2 ON u.k = small2.k", 300,
-          Some("1 of 1")),
-        (s"SELECT u.k, u.v, x FROM small2 RIGHT OUTER JOIN $split ON small2.k = u.k", 300,
-          Some("1 of 1")),
-        // Spark pushes the inner join's `k IS NOT NULL` below the first: no NULL branch.
-        (s"SELECT u.k, u.v, u.w, x FROM $split JOIN small2 ON u.k = small2.k", 0, None))
-      for ((query, nullRows, kept) <- cases) {
-        val rows = checkSameAnswer(sql(query))
-        assert(rows.count(_.isNullAt(0)) == nullRows, query)
-        val follows = fired(sql(query)).filter(_.reason.startsWith("follows the split"))
-        assert(follows.map(_.numbers.toMap.get("nullBranchesKept")) == Seq(kept), query)
-        val plan = executedPlan(sql(query))
-        assert(broadcastJoins(plan) == 2 && shuffleJoins(plan) == 2, plan)
-      }
-    }
-  }
-
-  test("NULL keys that bypass one join's shuffle bypass the next joins on the same key too") {
-    withTempDir { dir =>
-      // Half of the keys NULL, no skewed value.
-      spark.range(0, 3000).selectExpr("CASE WHEN id % 2 = 0 THEN NULL ELSE id END AS k", "id AS v")
-        .repartition(3).write.parquet(s"$dir/nullbig")
-      withTempView("nullbig", "small2", "small3") {
-        spark.read.parquet(s"$dir/nullbig").createOrReplaceTempView("nullbig")
-        spark.table("small").selectExpr("k", "w + 1 AS x").createOrReplaceTempView("small2")
-        spark.table("small").selectExpr("k", "w + 2 AS y").createOrReplaceTempView("small3")
-        withSkewConf() {
-          val query = "SELECT b.k, b.v, small.w, x, y FROM nullbig b " +
-            "LEFT OUTER JOIN small ON b.k = small.k LEFT OUTER JOIN small2 ON b.k = small2.k " +
-            "LEFT OUTER JOIN small3 ON b.k = small3.k"
-          val rows = checkSameAnswer(sql(query))
-          assert(rows.count(_.isNullAt(0)) == 1500)
-          val reasons = fired(sql(query)).map(_.reason)
-          assert(reasons.count(_.startsWith("the NULL keys that bypass the join below")) == 2,
-            reasons)
-          // Each join shuffles the 1500 rows with a key (and key 7's matches), not the 1500
-          // without.
-          val plan = executedPlan(sql(query))
-          assert(shuffleJoins(plan) == 3 && broadcastJoins(plan) == 0, plan)
-          val joined = collectWithSubqueries(plan) { case j: SortMergeJoinExec => j }
-          assert(joined.forall(_.metrics("numOutputRows").value < 1510), joined)
-          val anti = "SELECT u.k, u.v FROM (SELECT b.k, b.v, small.w FROM nullbig b " +
-            "LEFT OUTER JOIN small ON b.k = small.k) u LEFT ANTI JOIN small2 ON u.k = small2.k"
-          checkSameAnswer(sql(anti))
-          assert(fired(sql(anti)).flatMap(_.numbers.toMap.get("nullBranchesKept")) ==
-            Seq("1 of 1"))
-        }
-      }
     }
   }
 
