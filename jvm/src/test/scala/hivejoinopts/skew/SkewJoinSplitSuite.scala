@@ -1,10 +1,7 @@
 package hivejoinopts.skew
 
 import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.catalyst.expressions.aggregate.Final
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
-import org.apache.spark.sql.execution.aggregate.HashAggregateExec
-import org.apache.spark.sql.execution.exchange.Exchange
 import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, SortMergeJoinExec}
 import org.apache.spark.sql.internal.SQLConf
 
@@ -323,126 +320,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
       val query = "SELECT * FROM big JOIN small ON big.k <=> small.k"
       checkSameAnswer(sql(query))
       assert(fired(sql(query)).size == 1)
-    }
-  }
-
-  /** Final aggregates with a shuffle join below them and no shuffle in between. */
-  private def aggregatesOnJoinShuffle(plan: SparkPlan): Int = collectWithSubqueries(plan) {
-    case a: HashAggregateExec if a.aggregateExpressions.exists(_.mode == Final) &&
-        a.find(_.isInstanceOf[Exchange]).forall(e =>
-          !e.exists(_.isInstanceOf[SortMergeJoinExec])) &&
-        a.exists(_.isInstanceOf[SortMergeJoinExec]) => a
-  }.size
-
-  private def aggregated(df: DataFrame): Int =
-    fired(df).count(_.reason.startsWith("grouped by the split key"))
-
-  test("a skewed join followed by GROUP BY the key: aggregated in each branch") {
-    // Without the NULL branch of the left outer join: a split of two branches.
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
-        HiveJoinOptsConf.SKEW_JOIN_NULL_KEYS_ENABLED.key -> "false",
-        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
-      for (joinType <- joinTypes; groupBy <- Seq("big.k", "big.k, small.k2", "small.k")) {
-        val query = s"SELECT $groupBy, count(*), sum(small.w), max(big.v) FROM big $joinType " +
-          s"JOIN small ON big.k = small.k GROUP BY $groupBy"
-        checkSameAnswer(sql(query))
-        // The small side's unmatched rows carry a NULL big.k in both branches when it is
-        // preserved; a GROUP BY without big.k has groups in both branches.
-        val expected = !groupBy.startsWith("small") && Seq("INNER", "LEFT OUTER").contains(joinType)
-        assert(aggregated(sql(query)) == (if (expected) 1 else 0), s"$joinType $groupBy")
-        assert(aggregatesOnJoinShuffle(executedPlan(sql(query))) == (if (expected) 1 else 0),
-          s"$joinType $groupBy")
-      }
-      // The join key is a cast of the grouped column: GroupByCastJoinKey adds the cast to the
-      // GROUP BY, and the shuffle branch's aggregate runs on the join's partitioning by the cast.
-      // Without it the aggregate stays above the split.
-      val cast = "SELECT b.k, count(*), sum(small.w) FROM (SELECT CAST(k AS INT) AS k, v FROM big) b " +
-        "JOIN small ON b.k = small.k GROUP BY b.k"
-      checkSameAnswer(sql(cast))
-      assert(aggregated(sql(cast)) == 1 && aggregatesOnJoinShuffle(executedPlan(sql(cast))) == 1)
-      withConf(HiveJoinOptsConf.GROUP_BY_CAST_JOIN_KEY.key -> "false") {
-        checkSameAnswer(sql(cast))
-        assert(fired(sql(cast)).size == 1 && aggregated(sql(cast)) == 0)
-        assert(aggregatesOnJoinShuffle(executedPlan(sql(cast))) == 0)
-      }
-      withConf(HiveJoinOptsConf.SKEW_JOIN_AGGREGATE_IN_BRANCHES_ENABLED.key -> "false") {
-        val query = "SELECT big.k, count(*) FROM big JOIN small ON big.k = small.k GROUP BY big.k"
-        checkSameAnswer(sql(query))
-        assert(fired(sql(query)).size == 1 && aggregated(sql(query)) == 0)
-        assert(aggregatesOnJoinShuffle(executedPlan(sql(query))) == 0)
-      }
-    }
-  }
-
-  test("GROUP BY the key over a split whose NULL keys bypass the shuffle: three branches") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
-        HiveJoinOptsConf.SKEW_JOIN_MIN_KEY_FRACTION.key -> "0.05") {
-      // big's 300 NULL keys (10%) bypass the shuffle; key 7 is joined map-side.
-      val query = "SELECT big.k, count(*), sum(small.w), max(big.v) FROM big LEFT OUTER JOIN " +
-        "small ON big.k = small.k GROUP BY big.k"
-      val rows = checkSameAnswer(sql(query))
-      assert(rows.exists(_.isNullAt(0)), "the NULL group")
-      val split = fired(sql(query))
-      assert(split.exists(_.numbers.toMap.get("nullBypass").contains("left")), split)
-      val grouped = split.filter(_.reason.startsWith("grouped by the split key"))
-      assert(grouped.map(_.numbers.toMap.apply("branches")) == Seq("3"), split)
-      val aggregates = collectWithSubqueries(executedPlan(sql(query))) {
-        case a: HashAggregateExec if a.aggregateExpressions.exists(_.mode == Final) => a
-      }
-      assert(aggregates.size == 3, aggregates)
-      // The preserved small side's unmatched rows would put NULL keys in two branches: declined.
-      val full = query.replace("LEFT OUTER", "FULL OUTER")
-      checkSameAnswer(sql(full))
-      val declined = decisions(sql(full)).filter(_.candidate.startsWith("GROUP BY"))
-      assert(declined.size == 1 && !declined.head.fired &&
-        declined.head.reason.contains("preserved"), decisions(sql(full)))
-    }
-  }
-
-  test("GROUP BY the key over a split of NULL keys only: aggregated in each branch") {
-    withTempDir { dir =>
-      // Half of the keys NULL, no skewed value; a NULL k2 in a fifth of the rows with a key.
-      spark.range(0, 3000).selectExpr("CASE WHEN id % 2 = 0 THEN NULL ELSE id % 1000 END AS k",
-          "CASE WHEN id % 5 = 1 THEN NULL WHEN id % 4 < 2 THEN 'a' ELSE 'b' END AS k2", "id AS v")
-        .repartition(3).write.parquet(s"$dir/nullbig")
-      withTempView("nullbig") {
-        spark.read.parquet(s"$dir/nullbig").createOrReplaceTempView("nullbig")
-        withSkewConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
-          def query(joinType: String, groupBy: String, on: String = "b.k = small.k") = {
-            val measures = if (joinType == "LEFT ANTI") "count(b.k2)" else "sum(small.w)"
-            s"SELECT $groupBy, count(*), $measures, max(b.v) FROM nullbig b $joinType JOIN " +
-              s"small ON $on GROUP BY $groupBy"
-          }
-          def grouping(q: String) = decisions(sql(q)).filter(_.candidate.startsWith("GROUP BY"))
-          for (joinType <- Seq("LEFT OUTER", "LEFT ANTI")) {
-            val q = query(joinType, "b.k")
-            val rows = checkSameAnswer(sql(q))
-            assert(rows.exists(_.isNullAt(0)), "the NULL group")
-            val Seq(d) = grouping(q)
-            assert(d.fired && d.numbers.toMap.get("branches").contains("2"), d)
-            // The shuffle branch's aggregate runs on the join's partitioning.
-            assert(aggregatesOnJoinShuffle(executedPlan(sql(q))) == 1, executedPlan(sql(q)))
-          }
-          // A NULL key of the preserved small side's unmatched rows is in the shuffle branch.
-          val full = query("FULL OUTER", "b.k")
-          checkSameAnswer(sql(full))
-          val Seq(declined) = grouping(full)
-          assert(!declined.fired && declined.reason.contains("preserved"), declined)
-          // Joined on (k, k2): a row with a NULL k2 is in the NULL branch, whatever its k.
-          val twoKeys = "b.k = small.k AND b.k2 = small.k2"
-          for ((groupBy, grouped) <- Seq("b.k" -> false, "b.k, b.k2" -> true)) {
-            val q = query("LEFT OUTER", groupBy, twoKeys)
-            checkSameAnswer(sql(q))
-            val Seq(d) = grouping(q)
-            assert(d.fired == grouped, d)
-            if (!grouped) assert(d.reason.contains("a NULL branch's rows have a NULL"), d)
-          }
-          // Not grouped by a key of the split: no candidate.
-          val other = query("LEFT OUTER", "b.v % 7")
-          checkSameAnswer(sql(other))
-          assert(grouping(other).isEmpty && aggregated(sql(other)) == 0)
-        }
-      }
     }
   }
 
