@@ -69,40 +69,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
-  for ((what, query) <- Seq(
-      "IN" -> "SELECT * FROM small WHERE k IN (SELECT k FROM big WHERE v >= 0)",
-      "IN of the big side" -> "SELECT * FROM big WHERE k IN (SELECT k FROM small) AND v % 2 = 0",
-      "EXISTS" -> "SELECT * FROM small WHERE EXISTS (SELECT 1 FROM big WHERE big.k = small.k)",
-      "NOT EXISTS" -> "SELECT * FROM small WHERE NOT EXISTS (SELECT 1 FROM big WHERE big.k = small.k)")) {
-    test(s"$what subquery: split as the semi or anti join it becomes, same rows") {
-      withSkewConf() {
-        checkSameAnswer(sql(query))
-        val df = sql(query)
-        assert(fired(df).size == 1, decisions(df))
-        assert(splitUnions(df) == 1, df.queryExecution.optimizedPlan)
-      }
-    }
-  }
-
-  test("a subquery the rule does not split stays a subquery for Spark to rewrite") {
-    withSkewConf() {
-      val noSkew = "SELECT * FROM small WHERE k IN (SELECT k FROM small WHERE w < 100)"
-      // The semi join's map-side branch would match distinct keys, without the non-equi part.
-      val nonEqui = "SELECT * FROM small WHERE EXISTS " +
-        "(SELECT 1 FROM big WHERE big.k = small.k AND big.v > small.w)"
-      // A semi join inside the subquery, on columns without skew.
-      val nested = "SELECT * FROM small WHERE k IN " +
-        "(SELECT big.k FROM big LEFT SEMI JOIN small s2 ON big.v = s2.w)"
-      for (query <- Seq(noSkew, nonEqui, nested)) {
-        checkSameAnswer(sql(query))
-        val df = sql(query)
-        assert(fired(df).isEmpty, decisions(df))
-        assert(splitUnions(df) == 0)
-      }
-      assert(decisions(sql(nonEqui)).exists(_.reason.contains("non-equi part")))
-    }
-  }
-
   test("the union form plans the skewed keys as a broadcast join and the rest as a shuffle join") {
     withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
       val df = sql(select("INNER", "big.k = small.k"))
@@ -301,17 +267,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
       val inner = sql("SELECT * FROM nully JOIN small ON nully.k = small.k")
       assert(fired(inner).isEmpty)
       checkSameAnswer(inner)
-    }
-  }
-
-  test("NOT IN with NULLs is a null-aware anti join: the rule stays away and the answer holds") {
-    withSkewConf() {
-      val query = "SELECT * FROM big WHERE k NOT IN (SELECT k FROM small WHERE w < 100)"
-      checkSameAnswer(sql(query))
-      assert(fired(sql(query)).isEmpty)
-      val withNull = "SELECT * FROM small WHERE k NOT IN (SELECT k FROM big)"
-      checkSameAnswer(sql(withNull))
-      assert(sql(withNull).count() == 0)
     }
   }
 
