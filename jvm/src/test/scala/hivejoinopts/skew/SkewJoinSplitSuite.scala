@@ -1,6 +1,5 @@
 package hivejoinopts.skew
 
-import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
 import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, SortMergeJoinExec}
 import org.apache.spark.sql.internal.SQLConf
@@ -311,24 +310,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
       val Seq(d) = decisions(sql(query)).filter(_.candidate.startsWith("GROUP BY"))
       assert(d.fired == grouped, d)
       if (!grouped) assert(d.reason.contains("a NULL branch's rows have a NULL"), d)
-    }
-  }
-
-  test("a SKEW hint stays with its query: later queries on the same view or DataFrame ignore it") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key -> "false") {
-      def source(df: DataFrame) = fired(df).map(_.numbers.toMap.apply("source"))
-      val hinted = "SELECT /*+ SKEW('big', 'k', 7) */ big.v, small.w FROM big JOIN small " +
-        "ON big.k = small.k"
-      checkSameAnswer(sql(hinted))
-      assert(source(sql(hinted)) == Seq("hint"))
-      val plain = hinted.replace("/*+ SKEW('big', 'k', 7) */ ", "")
-      val Seq(d) = decisions(sql(plain))
-      assert(!d.fired && d.reason.startsWith("no skewed keys"), d)
-      // A DataFrame's plan keeps its expression ids in every query built on it, too.
-      val big = spark.table("big")
-      val small = spark.table("small").select("k", "w")
-      assert(source(big.hint("skew", "k", 7).join(small, "k")) == Seq("hint"))
-      assert(source(big.join(small, "k")).isEmpty)
     }
   }
 
