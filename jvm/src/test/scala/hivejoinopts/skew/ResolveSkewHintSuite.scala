@@ -1,8 +1,13 @@
 package hivejoinopts.skew
 
 import org.apache.spark.sql.{AnalysisException, DataFrame}
+import org.apache.spark.sql.catalyst.dsl.expressions._
+import org.apache.spark.sql.catalyst.expressions.Literal
+import org.apache.spark.sql.catalyst.plans.Inner
+import org.apache.spark.sql.catalyst.plans.logical.{Join, JoinHint, LocalRelation, LogicalPlan, Project, SubqueryAlias, UnresolvedHint}
 
 import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf}
+import hivejoinopts.skew.keys.SkewHints
 
 class ResolveSkewHintSuite extends SkewJoinTestBase {
 
@@ -184,6 +189,44 @@ class ResolveSkewHintSuite extends SkewJoinTestBase {
       assert(decisions(unused, "ResolveSkewHint").map(_.reason) ==
         Seq("no join of the query has big.k as a join key; the hint is ignored"))
       checkSameAnswer(unused)
+    }
+  }
+
+  test("the hint node goes; the relation it names gets ids of its own, registered as hinted") {
+    val t = LocalRelation($"c".int, $"x".int)
+    val u = LocalRelation($"d".int, $"y".int)
+    def query(t: LogicalPlan): LogicalPlan = {
+      val Seq(c, x) = t.output
+      Project(Seq(c, x, u.output(1)), Join(SubqueryAlias("t", t), SubqueryAlias("u", u), Inner,
+        Some(c === u.output.head), JoinHint.NONE))
+    }
+    // UnresolvedHint SKEW, [t, c, 1]
+    // +- Project ... +- Join Inner, (c = d) :- SubqueryAlias t ... :- SubqueryAlias u ...
+    val before = UnresolvedHint("SKEW", Seq(Literal("t"), Literal("c"), Literal(1)), query(t))
+    val after = ResolveSkewHint(spark)(before)
+    val renewed = t.newInstance()
+    comparePlans(after, query(renewed))
+    val Seq(hinted) = after.collect { case SubqueryAlias(id, r) if id.name == "t" => r }
+    assert(hinted.output.map(_.exprId).intersect(t.output.map(_.exprId)).isEmpty, after)
+    assert(SkewHints.onKeys(spark, Seq(hinted.output.head)) == Some(Seq(0) -> Some(Seq(Seq(1)))))
+    assert(SkewHints.onKeys(spark, Seq(t.output.head)).isEmpty, "the relation's own ids")
+  }
+
+  test("a SKEW hint stays with its query: later queries on the same view or DataFrame ignore it") {
+    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key -> "false") {
+      def source(df: DataFrame) = fired(df).map(_.numbers.toMap.apply("source"))
+      val hinted = "SELECT /*+ SKEW('big', 'k', 7) */ big.v, small.w FROM big JOIN small " +
+        "ON big.k = small.k"
+      checkSameAnswer(sql(hinted))
+      assert(source(sql(hinted)) == Seq("hint"))
+      val plain = hinted.replace("/*+ SKEW('big', 'k', 7) */ ", "")
+      val Seq(d) = decisions(sql(plain))
+      assert(!d.fired && d.reason.startsWith("no skewed keys"), d)
+      // A DataFrame's plan keeps its expression ids in every query built on it, too.
+      val big = spark.table("big")
+      val small = spark.table("small").select("k", "w")
+      assert(source(big.hint("skew", "k", 7).join(small, "k")) == Seq("hint"))
+      assert(source(big.join(small, "k")).isEmpty)
     }
   }
 

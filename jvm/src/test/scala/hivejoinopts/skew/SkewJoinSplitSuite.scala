@@ -1,15 +1,10 @@
 package hivejoinopts.skew
 
-import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.catalyst.expressions.aggregate.Final
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
-import org.apache.spark.sql.execution.aggregate.HashAggregateExec
-import org.apache.spark.sql.execution.exchange.Exchange
 import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, SortMergeJoinExec}
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf
-import hivejoinopts.skew.form.{SplitForm, SplitPayoff}
 import hivejoinopts.skew.split.SaltedForm
 
 class SkewJoinSplitSuite extends SkewJoinTestBase {
@@ -19,15 +14,22 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     createSkewedTables()
   }
 
-  private val joinTypes = Seq("INNER", "LEFT OUTER", "RIGHT OUTER", "FULL OUTER")
+  /**
+   * The form each join type runs in under each `skewJoin.form`, with `big` skewed on key 7: the
+   * salted form would replicate the preserved `small` rows of RIGHT and FULL OUTER joins, so
+   * they run in the union form; where both forms are exact, `auto` finds shuffling key 7's half
+   * of `big` dearer than reading `big` (each of its row groups holds key 7) and `small` again.
+   */
+  private val formsRun: Seq[((String, String), Map[String, String])] = Seq(
+    ("union", "true") -> joinTypes.map(_ -> "union").toMap,
+    ("salted", "true") -> Map("INNER" -> "salted", "LEFT OUTER" -> "salted",
+      "RIGHT OUTER" -> "union", "FULL OUTER" -> "union"),
+    ("auto", "false") -> joinTypes.map(_ -> "union").toMap)
 
-  private def select(joinType: String, on: String) =
-    s"SELECT big.k, big.v, small.k AS sk, small.w FROM big $joinType JOIN small ON $on"
-
-  for ((form, aqe) <- Seq("union" -> "true", "salted" -> "true", "auto" -> "false");
-       joinType <- joinTypes) {
-    test(s"$joinType join skewed on the big side, $form form, AQE $aqe: same rows") {
-      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> form,
+  for (((flag, aqe), forms) <- formsRun; joinType <- joinTypes; form = forms(joinType)) {
+    test(s"$joinType join skewed on the big side, skewJoin.form $flag: the $form form, " +
+        s"AQE $aqe, same rows") {
+      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> flag,
           SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> aqe) {
         checkSameAnswer(sql(select(joinType, "big.k = small.k")))
         val df = sql(select(joinType, "big.k = small.k"))
@@ -35,6 +37,11 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
         assert(fired.size == 1, decisions(df))
         assert(fired.head.numbers.toMap.apply("bigSide") == "left")
         assert(fired.head.numbers.toMap.apply("keys") == "7")
+        assert(fired.head.numbers.toMap.apply("form") == form, fired.head)
+        // The plan has the form's shape: a union of branches, or a join on the key and a salt.
+        val plan = df.queryExecution.optimizedPlan
+        if (form == "union") assert(splitUnions(df) > 0 && saltedJoins(df) == 0, plan)
+        else assert(splitUnions(df) == 0 && saltedJoins(df) == 1, plan)
       }
     }
   }
@@ -58,40 +65,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
         checkSameAnswer(sql(query))
         assert(fired(sql(query)).size == 1, decisions(sql(query)))
       }
-    }
-  }
-
-  for ((what, query) <- Seq(
-      "IN" -> "SELECT * FROM small WHERE k IN (SELECT k FROM big WHERE v >= 0)",
-      "IN of the big side" -> "SELECT * FROM big WHERE k IN (SELECT k FROM small) AND v % 2 = 0",
-      "EXISTS" -> "SELECT * FROM small WHERE EXISTS (SELECT 1 FROM big WHERE big.k = small.k)",
-      "NOT EXISTS" -> "SELECT * FROM small WHERE NOT EXISTS (SELECT 1 FROM big WHERE big.k = small.k)")) {
-    test(s"$what subquery: split as the semi or anti join it becomes, same rows") {
-      withSkewConf() {
-        checkSameAnswer(sql(query))
-        val df = sql(query)
-        assert(fired(df).size == 1, decisions(df))
-        assert(splitUnions(df) == 1, df.queryExecution.optimizedPlan)
-      }
-    }
-  }
-
-  test("a subquery the rule does not split stays a subquery for Spark to rewrite") {
-    withSkewConf() {
-      val noSkew = "SELECT * FROM small WHERE k IN (SELECT k FROM small WHERE w < 100)"
-      // The semi join's map-side branch would match distinct keys, without the non-equi part.
-      val nonEqui = "SELECT * FROM small WHERE EXISTS " +
-        "(SELECT 1 FROM big WHERE big.k = small.k AND big.v > small.w)"
-      // A semi join inside the subquery, on columns without skew.
-      val nested = "SELECT * FROM small WHERE k IN " +
-        "(SELECT big.k FROM big LEFT SEMI JOIN small s2 ON big.v = s2.w)"
-      for (query <- Seq(noSkew, nonEqui, nested)) {
-        checkSameAnswer(sql(query))
-        val df = sql(query)
-        assert(fired(df).isEmpty, decisions(df))
-        assert(splitUnions(df) == 0)
-      }
-      assert(decisions(sql(nonEqui)).exists(_.reason.contains("non-equi part")))
     }
   }
 
@@ -125,53 +98,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
       val hinted = "SELECT /*+ SKEW('big', 'k', 7) */ big.k, big.v, small.w FROM big JOIN small " +
         "ON big.k = small.k"
       assert(fired(sql(hinted)).nonEmpty)
-    }
-  }
-
-  test("the split's estimate: no gain on few slots unless it saves shuffling more than it reads") {
-    def gain(
-        form: SplitForm,
-        slots: Int,
-        heaviest: Double,
-        reread: Double,
-        bScanBytes: Double = 1000,
-        otherPreserved: Boolean = false) = SplitPayoff.estimate(
-      form, slots, bBytes = 1000, oBytes = 100, bScanBytes = bScanBytes, oScanBytes = 100,
-      heaviestShare = heaviest, skewShare = heaviest, reread = reread,
-      otherPreserved = otherPreserved, otherSkewBytes = 10, buckets = 8)
-    // A clustered big side: the union form rereads only the heavy key's row groups, and no
-    // longer shuffles them.
-    assert(gain(SplitForm.Union, 2, 0.55, 0.55).pays)
-    // Unless its scan reads four times what it hands to the join (a filter on a wide column).
-    assert(!gain(SplitForm.Union, 2, 0.55, 0.55, bScanBytes = 4000).pays)
-    assert(gain(SplitForm.Union, 2, 0.55, 0.55, bScanBytes = 4000).numbers.toMap
-      .apply("rereadBytesPerSlot") == "1150")
-    // A preserved other side: the anti-join branch reads both inputs once more.
-    assert(gain(SplitForm.Union, 2, 0.55, 0.55, bScanBytes = 2000).pays)
-    assert(!gain(SplitForm.Union, 2, 0.55, 0.55, bScanBytes = 2000, otherPreserved = true).pays)
-    // Unclustered: it reads the big side again for a moderate key, on two slots a loss...
-    assert(!gain(SplitForm.Union, 2, 0.08, 1.0).pays)
-    // ...that a 64-slot stage held back by the key's task makes good.
-    assert(gain(SplitForm.Union, 64, 0.08, 1.0).pays)
-    assert(gain(SplitForm.Union, 64, 0.08, 1.0).straggler > 0)
-    val salted = gain(SplitForm.Salted, 2, 0.44, 1.0)
-    assert(salted.straggler == 0 && !salted.pays)
-  }
-
-  test("the estimate sizes the big side by the rows its sample found, not Spark's estimate") {
-    // Without column statistics Spark estimates a filter to keep every row; the sample counts
-    // the tenth that `v < 300` keeps.
-    withSkewConf() {
-      def numbers(query: String) =
-        decisions(sql(query)).find(_.candidate.startsWith("INNER")).get.numbers.toMap
-      // The join drops the tenth of `big` with a NULL key.
-      val all = numbers(select("INNER", "big.k = small.k"))
-      def near(bytes: String, expected: Double) = math.abs(bytes.toDouble - expected) <= 1
-      assert(near(all("bigSideJoinBytes"), all("leftBytes").toDouble * 0.9), all)
-      val filtered = numbers("SELECT big.k, big.v, small.w FROM (SELECT * FROM big WHERE " +
-        "v < 300) big JOIN small ON big.k = small.k")
-      assert(filtered("leftBytes") == all("leftBytes"), filtered)
-      assert(near(filtered("bigSideJoinBytes"), all("leftBytes").toDouble * 0.09), filtered)
     }
   }
 
@@ -233,167 +159,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
-  test("the salted form is never used where it would replicate a preserved row") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "salted") {
-      for (query <- Seq(
-          "SELECT * FROM big FULL OUTER JOIN small ON big.k = small.k",
-          "SELECT * FROM small LEFT OUTER JOIN big ON small.k = big.k",
-          "SELECT * FROM small LEFT SEMI JOIN big ON small.k = big.k")) {
-        val form = fired(sql(query)).map(_.numbers.toMap.apply("form"))
-        assert(form == Seq("union"), query)
-        checkSameAnswer(sql(query))
-      }
-    }
-  }
-
-  test("auto: the union form where the big side's row groups let it skip the other keys") {
-    // Key 7 holds 15% of the rows: shuffling them costs less than reading the whole big side
-    // again, but more than reading the row groups that may hold key 7 when the table is sorted.
-    val dir = java.nio.file.Files.createTempDirectory("skew-form").toString
-    val rows = spark.range(0, 20000).selectExpr(
-      "CAST(CASE WHEN id % 20 < 3 THEN 7 ELSE id END AS INT) AS k", "id AS v")
-    rows.orderBy("k").coalesce(1).write.option("parquet.block.size", "4096")
-      .parquet(s"$dir/sorted")
-    rows.orderBy(org.apache.spark.sql.functions.rand(3)).coalesce(1)
-      .write.option("parquet.block.size", "4096").parquet(s"$dir/spread")
-    withTempView("sorted", "spread") {
-      spark.read.parquet(s"$dir/sorted").createOrReplaceTempView("sorted")
-      spark.read.parquet(s"$dir/spread").createOrReplaceTempView("spread")
-      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "auto") {
-        def decision(table: String) = {
-          val query = s"SELECT $table.v, small.w FROM $table JOIN small ON $table.k = small.k"
-          checkSameAnswer(sql(query))
-          val d = fired(sql(query))
-          assert(d.size == 1, decisions(sql(query)))
-          d.head.numbers.toMap
-        }
-        val sorted = decision("sorted")
-        assert(sorted("form") == "union", sorted)
-        assert(sorted("unionRereadsBigSide").stripSuffix("% (row-group statistics)").toDouble < 50,
-          sorted)
-        val spread = decision("spread")
-        assert(spread("form") == "salted", spread)
-        assert(spread("unionRereadsBigSide") == "100.0% (row-group statistics)", spread)
-      }
-    }
-  }
-
-  test("union form on a table clustered by the key: each branch leaves out the files it would skip") {
-    // One file holds only key 7 (in the second table also a NULL key, in the third only NULL
-    // keys); the other files hold keys 100 to 999. The map-side branch needs only the first
-    // file, the shuffle branch all but it, unless it holds a NULL key, which the shuffle branch
-    // keeps unless NULL keys bypass it.
-    val dir = java.nio.file.Files.createTempDirectory("skew-files").toString
-    def write(table: String, heavy: String): Unit = {
-      spark.range(0, 4000).selectExpr(s"CAST($heavy AS INT) AS k", "id AS v").coalesce(1)
-        .write.parquet(s"$dir/$table")
-      spark.range(0, 3000).selectExpr("CAST(100 + id % 900 AS INT) AS k", "id AS v")
-        .repartition(3).write.mode("append").parquet(s"$dir/$table")
-      spark.read.parquet(s"$dir/$table").createOrReplaceTempView(table)
-    }
-    write("clustered", "7")
-    write("clustered_nulls", "CASE WHEN id = 0 THEN NULL ELSE 7 END")
-    write("clustered_all_null", "NULL")
-    def filesRead(query: String): Seq[Int] = collectWithSubqueries(executedPlan(sql(query))) {
-      case scan: FileSourceScanExec if scan.relation.location.rootPaths.exists(
-          _.toString.contains("clustered")) => scan.relation.location.inputFiles.length
-    }.sorted
-    def skippedFiles(query: String, branch: String) = fired(sql(query)).head.numbers.toMap
-      .apply(s"skippedFiles($branch branch, left side)")
-    withTempView("clustered", "clustered_nulls", "clustered_all_null") {
-      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
-        for (joinType <- Seq("INNER", "LEFT OUTER", "FULL OUTER")) {
-          val query = s"SELECT t.k, t.v, small.w FROM clustered t $joinType JOIN small " +
-            "ON t.k = small.k"
-          checkSameAnswer(sql(query))
-          assert(skippedFiles(query, "mapSide").startsWith("3 of 4 files"))
-          assert(skippedFiles(query, "shuffle").startsWith("1 of 4 files"))
-          // A full outer join's map-side branch reads the table twice (matched and unmatched).
-          assert(filesRead(query).distinct == Seq(1, 3), filesRead(query))
-        }
-        val withNulls = "SELECT t.k, t.v, small.w FROM clustered_nulls t LEFT OUTER JOIN small " +
-          "ON t.k = small.k"
-        checkSameAnswer(sql(withNulls))
-        assert(skippedFiles(withNulls, "mapSide").startsWith("3 of 4 files"))
-        assert(skippedFiles(withNulls, "shuffle").startsWith("none"))
-        assert(sql(withNulls).where("k IS NULL").count() == 1)
-        // NULL keys of the preserved side bypass the shuffle: the NULL branch reads only the
-        // file of NULL keys, the shuffle branch all the others.
-        val allNull = "SELECT t.k, t.v, small.w FROM clustered_all_null t LEFT OUTER JOIN small " +
-          "ON t.k = small.k"
-        checkSameAnswer(sql(allNull))
-        assert(skippedFiles(allNull, "null").startsWith("3 of 4 files"))
-        assert(skippedFiles(allNull, "shuffle").startsWith("1 of 4 files"))
-        assert(sql(allNull).where("k IS NULL").count() == 4000)
-      }
-      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
-          HiveJoinOptsConf.SKEW_JOIN_SKIP_FILES_MAX_FILES.key -> "0") {
-        val query = "SELECT t.k, t.v, small.w FROM clustered t JOIN small ON t.k = small.k"
-        checkSameAnswer(sql(query))
-        assert(filesRead(query) == Seq(4, 4))
-        assert(skippedFiles(query, "mapSide") == "none: skewJoin.skipFiles.maxFiles is 0")
-      }
-    }
-  }
-
-  test("string keys that reach an ORC scan: the salted form, never the union form's filters") {
-    // ORC orders string statistics by UTF-16 code units: a row group of the heavy key U+FF01,
-    // of ASCII keys and of emoji keys has, by Spark's byte order, an emoji max, which is below
-    // U+FF01 for ORC: it would skip the row group for the union form's pushed `k = U+FF01`.
-    withTempDir { dir =>
-      val emoji = "\ud83d\ude00"
-      val rows = (0 until 3000).map(i => (Seq("\uff01", s"$emoji${i % 500}", s"k${i % 500}")(i % 3),
-        i.toLong))
-      spark.createDataFrame(rows).toDF("k", "v").coalesce(1)
-        .write.option("orc.row.index.stride", "10000").orc(s"$dir/big")
-      val keys = ("\uff01" +: (0 until 500).flatMap(i => Seq(s"$emoji$i", s"k$i"))).zipWithIndex
-      spark.createDataFrame(keys).toDF("k", "w").write.orc(s"$dir/small")
-      withTempView("big_orc", "small_orc") {
-        spark.read.orc(s"$dir/big").createOrReplaceTempView("big_orc")
-        spark.read.orc(s"$dir/small").createOrReplaceTempView("small_orc")
-        withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
-          val inner = "SELECT b.k, b.v, s.w FROM big_orc b JOIN small_orc s ON b.k = s.k"
-          checkSameAnswer(sql(inner))
-          // Counted here: a WHERE on the key would itself be pushed into ORC.
-          assert(sql(inner).collect().count(_.getString(0) == "\uff01") == 1000)
-          assert(fired(sql(inner)).map(_.numbers.toMap.apply("form")) == Seq("salted"))
-          val full = "SELECT b.k, b.v, s.w FROM big_orc b FULL OUTER JOIN small_orc s ON b.k = s.k"
-          checkSameAnswer(sql(full))
-          assert(fired(sql(full)).isEmpty)
-          assert(decisions(sql(full)).exists(_.reason.contains("ORC scan")), decisions(sql(full)))
-        }
-      }
-    }
-  }
-
-  test("string keys on a Parquet table clustered by the key: each branch leaves out files") {
-    // The shuffle branch keeps every key but the skewed one: its files are judged by comparing
-    // a row group's string statistics with each other, and with the skewed key.
-    val dir = java.nio.file.Files.createTempDirectory("skew-string-files").toString
-    spark.range(0, 4000).selectExpr("'heavy' AS k", "id AS v").coalesce(1)
-      .write.parquet(s"$dir/big")
-    spark.range(0, 3000).selectExpr("concat('key', id % 900) AS k", "id AS v")
-      .repartition(3).write.mode("append").parquet(s"$dir/big")
-    spark.range(0, 900).selectExpr("concat('key', id) AS k", "id AS w")
-      .union(spark.range(0, 1).selectExpr("'heavy' AS k", "-1L AS w"))
-      .write.parquet(s"$dir/small")
-    withTempView("big_str", "small_str") {
-      spark.read.parquet(s"$dir/big").createOrReplaceTempView("big_str")
-      spark.read.parquet(s"$dir/small").createOrReplaceTempView("small_str")
-      withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
-        for (joinType <- Seq("INNER", "LEFT OUTER")) {
-          val query = s"SELECT b.k, b.v, s.w FROM big_str b $joinType JOIN small_str s ON b.k = s.k"
-          checkSameAnswer(sql(query))
-          val Seq(d) = fired(sql(query))
-          val numbers = d.numbers.toMap
-          assert(numbers("keys") == "'heavy'", d)
-          assert(numbers("skippedFiles(mapSide branch, left side)").startsWith("3 of 4 files"), d)
-          assert(numbers("skippedFiles(shuffle branch, left side)").startsWith("1 of 4 files"), d)
-        }
-      }
-    }
-  }
-
   test("float and double keys: -0.0 is 0.0 and NaN is NaN in every branch, in both forms") {
     // The heavy key's rows sit in a file of their own, written as -0.0 (or NaN) while the
     // other side holds 0.0: each branch must take them by Spark's equality, under which
@@ -435,39 +200,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
           else if (joinType.contains("ANTI")) assert(rows.size == 20, s"$table: NULL keys")
         }
       }
-    }
-  }
-
-  test("an input with a correlated subquery: the salted form, or no rewrite") {
-    // The union form's fresh copy of an input renews its expression ids; the plan of a
-    // correlated subquery inside it would still refer to the old ones. The subqueries correlate
-    // on columns without skew, so that they stay subqueries (a split one becomes a join).
-    val input = "(SELECT * FROM big WHERE EXISTS (SELECT 1 FROM small s2 WHERE s2.w = big.v " +
-      "AND s2.w > 5)) b"
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
-      val inner = s"SELECT b.k, b.v, small.w FROM $input JOIN small ON b.k = small.k"
-      checkSameAnswer(sql(inner))
-      assert(fired(sql(inner)).map(_.numbers.toMap.apply("form")) == Seq("salted"))
-      val full = s"SELECT b.k, b.v, small.w FROM $input FULL OUTER JOIN small ON b.k = small.k"
-      checkSameAnswer(sql(full))
-      // The EXISTS is a candidate too (a semi join on w = v, without skew): not this decision.
-      val Seq(d) = decisions(sql(full)).filter(_.candidate.contains("FULL OUTER"))
-      assert(!d.fired && d.reason.contains("correlated subquery"), d)
-      // NULL keys skewed, no skewed value: the NULL branch would copy the input too.
-      val nullsOnly = "(SELECT * FROM big WHERE (k IS NULL OR k <> 7) AND NOT EXISTS " +
-        "(SELECT 1 FROM small s2 WHERE s2.w = big.v AND s2.w < 0)) b"
-      val left = s"SELECT b.k, b.v, small.w FROM $nullsOnly LEFT OUTER JOIN small ON b.k = small.k"
-      checkSameAnswer(sql(left))
-      val Seq(n) = decisions(sql(left)).filter(_.candidate.contains("LEFT OUTER"))
-      assert(!n.fired && n.reason.contains("correlated subquery"), n)
-      // Correlated on the skewed k2: the EXISTS is split as the semi join it becomes, which is
-      // no subquery, and the join above it still samples its input (as the filter it was).
-      val splitExists = "SELECT b.k, b.v, small.w FROM (SELECT * FROM big WHERE EXISTS " +
-        "(SELECT 1 FROM small s2 WHERE s2.k2 = big.k2 AND s2.w > 5)) b JOIN small ON b.k = small.k"
-      checkSameAnswer(sql(splitExists))
-      val Seq(semi, join) = fired(sql(splitExists))
-      assert(semi.candidate.startsWith("LEFT SEMI") && join.candidate.startsWith("INNER"))
-      assert(Seq(semi, join).map(_.numbers.toMap.apply("form")) == Seq("union", "union"))
     }
   }
 
@@ -537,231 +269,11 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
-  test("NOT IN with NULLs is a null-aware anti join: the rule stays away and the answer holds") {
-    withSkewConf() {
-      val query = "SELECT * FROM big WHERE k NOT IN (SELECT k FROM small WHERE w < 100)"
-      checkSameAnswer(sql(query))
-      assert(fired(sql(query)).isEmpty)
-      val withNull = "SELECT * FROM small WHERE k NOT IN (SELECT k FROM big)"
-      checkSameAnswer(sql(withNull))
-      assert(sql(withNull).count() == 0)
-    }
-  }
-
   test("null-safe equality: NULL keys match each other in the shuffle branch") {
     withSkewConf() {
       val query = "SELECT * FROM big JOIN small ON big.k <=> small.k"
       checkSameAnswer(sql(query))
       assert(fired(sql(query)).size == 1)
-    }
-  }
-
-  test("a chain of joins on the same key keeps the skewed keys map-side") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
-      spark.table("small").selectExpr("k", "w + 1 AS x").createOrReplaceTempView("small2")
-      val query = "SELECT big.v, small.w, small2.x FROM big JOIN small ON big.k = small.k " +
-        "JOIN small2 ON big.k = small2.k"
-      checkSameAnswer(sql(query))
-      val reasons = fired(sql(query)).map(_.reason)
-      assert(reasons.exists(_.startsWith("follows the split of the join below")), reasons)
-      val plan = executedPlan(sql(query))
-      assert(broadcastJoins(plan) == 2 && shuffleJoins(plan) == 2, plan)
-    }
-  }
-
-  test("a chain of joins on a cast of the key keeps the skewed keys map-side") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
-      spark.table("small").selectExpr("k", "w + 1 AS x").createOrReplaceTempView("small2")
-      // big.k as int, joined to the bigint keys of both small sides: the split key is the cast.
-      val query = "SELECT b.v, small.w, small2.x FROM (SELECT CAST(k AS INT) AS k, v FROM big) b " +
-        "JOIN small ON b.k = small.k JOIN small2 ON b.k = small2.k"
-      checkSameAnswer(sql(query))
-      val reasons = fired(sql(query)).map(_.reason)
-      assert(reasons.exists(_.startsWith("follows the split of the join below")), reasons)
-      val plan = executedPlan(sql(query))
-      assert(broadcastJoins(plan) == 2 && shuffleJoins(plan) == 2, plan)
-    }
-  }
-
-  /** Final aggregates with a shuffle join below them and no shuffle in between. */
-  private def aggregatesOnJoinShuffle(plan: SparkPlan): Int = collectWithSubqueries(plan) {
-    case a: HashAggregateExec if a.aggregateExpressions.exists(_.mode == Final) &&
-        a.find(_.isInstanceOf[Exchange]).forall(e =>
-          !e.exists(_.isInstanceOf[SortMergeJoinExec])) &&
-        a.exists(_.isInstanceOf[SortMergeJoinExec]) => a
-  }.size
-
-  private def aggregated(df: DataFrame): Int =
-    fired(df).count(_.reason.startsWith("grouped by the split key"))
-
-  test("a skewed join followed by GROUP BY the key: aggregated in each branch") {
-    // Without the NULL branch of the left outer join: a split of two branches.
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
-        HiveJoinOptsConf.SKEW_JOIN_NULL_KEYS_ENABLED.key -> "false",
-        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
-      for (joinType <- joinTypes; groupBy <- Seq("big.k", "big.k, small.k2", "small.k")) {
-        val query = s"SELECT $groupBy, count(*), sum(small.w), max(big.v) FROM big $joinType " +
-          s"JOIN small ON big.k = small.k GROUP BY $groupBy"
-        checkSameAnswer(sql(query))
-        // The small side's unmatched rows carry a NULL big.k in both branches when it is
-        // preserved; a GROUP BY without big.k has groups in both branches.
-        val expected = !groupBy.startsWith("small") && Seq("INNER", "LEFT OUTER").contains(joinType)
-        assert(aggregated(sql(query)) == (if (expected) 1 else 0), s"$joinType $groupBy")
-        assert(aggregatesOnJoinShuffle(executedPlan(sql(query))) == (if (expected) 1 else 0),
-          s"$joinType $groupBy")
-      }
-      // The join key is a cast of the grouped column: GroupByCastJoinKey adds the cast to the
-      // GROUP BY, and the shuffle branch's aggregate runs on the join's partitioning by the cast.
-      // Without it the aggregate stays above the split.
-      val cast = "SELECT b.k, count(*), sum(small.w) FROM (SELECT CAST(k AS INT) AS k, v FROM big) b " +
-        "JOIN small ON b.k = small.k GROUP BY b.k"
-      checkSameAnswer(sql(cast))
-      assert(aggregated(sql(cast)) == 1 && aggregatesOnJoinShuffle(executedPlan(sql(cast))) == 1)
-      withConf(HiveJoinOptsConf.CORRELATION_GROUP_BY_CAST_JOIN_KEY_ENABLED.key -> "false") {
-        checkSameAnswer(sql(cast))
-        assert(fired(sql(cast)).size == 1 && aggregated(sql(cast)) == 0)
-        assert(aggregatesOnJoinShuffle(executedPlan(sql(cast))) == 0)
-      }
-      withConf(HiveJoinOptsConf.SKEW_JOIN_AGGREGATE_IN_BRANCHES_ENABLED.key -> "false") {
-        val query = "SELECT big.k, count(*) FROM big JOIN small ON big.k = small.k GROUP BY big.k"
-        checkSameAnswer(sql(query))
-        assert(fired(sql(query)).size == 1 && aggregated(sql(query)) == 0)
-        assert(aggregatesOnJoinShuffle(executedPlan(sql(query))) == 0)
-      }
-    }
-  }
-
-  test("GROUP BY the key over a split whose NULL keys bypass the shuffle: three branches") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
-        HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_FRACTION.key -> "0.05") {
-      // big's 300 NULL keys (10%) bypass the shuffle; key 7 is joined map-side.
-      val query = "SELECT big.k, count(*), sum(small.w), max(big.v) FROM big LEFT OUTER JOIN " +
-        "small ON big.k = small.k GROUP BY big.k"
-      val rows = checkSameAnswer(sql(query))
-      assert(rows.exists(_.isNullAt(0)), "the NULL group")
-      val split = fired(sql(query))
-      assert(split.exists(_.numbers.toMap.get("nullBypass").contains("left")), split)
-      val grouped = split.filter(_.reason.startsWith("grouped by the split key"))
-      assert(grouped.map(_.numbers.toMap.apply("branches")) == Seq("3"), split)
-      val aggregates = collectWithSubqueries(executedPlan(sql(query))) {
-        case a: HashAggregateExec if a.aggregateExpressions.exists(_.mode == Final) => a
-      }
-      assert(aggregates.size == 3, aggregates)
-      // The preserved small side's unmatched rows would put NULL keys in two branches: declined.
-      val full = query.replace("LEFT OUTER", "FULL OUTER")
-      checkSameAnswer(sql(full))
-      val declined = decisions(sql(full)).filter(_.candidate.startsWith("GROUP BY"))
-      assert(declined.size == 1 && !declined.head.fired &&
-        declined.head.reason.contains("preserved"), decisions(sql(full)))
-    }
-  }
-
-  test("a join on the same key above a split whose NULL keys bypass the shuffle follows it") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union",
-        HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_FRACTION.key -> "0.05") {
-      spark.table("small").selectExpr("k", "w + 1 AS x").createOrReplaceTempView("small2")
-      // big's 300 NULL keys bypass the first join; the second, on big.k, cannot match them.
-      val split = "(SELECT big.k, big.v, small.w FROM big LEFT OUTER JOIN small " +
-        "ON big.k = small.k) u"
-      // query, NULL rows in the answer, the number telling the NULL branch's fate
-      val cases = Seq(
-        (s"SELECT u.k, u.v, u.w, x FROM $split LEFT OUTER JOIN small2 ON u.k = small2.k", 300,
-          Some("1 of 1")),
-        (s"SELECT u.k, u.v FROM $split LEFT ANTI JOIN small2 ON u.k = small2.k", 300,
-          Some("1 of 1")),
-        (s"SELECT u.k, u.v, x FROM small2 RIGHT OUTER JOIN $split ON small2.k = u.k", 300,
-          Some("1 of 1")),
-        // Spark pushes the inner join's `k IS NOT NULL` below the first: no NULL branch.
-        (s"SELECT u.k, u.v, u.w, x FROM $split JOIN small2 ON u.k = small2.k", 0, None))
-      for ((query, nullRows, kept) <- cases) {
-        val rows = checkSameAnswer(sql(query))
-        assert(rows.count(_.isNullAt(0)) == nullRows, query)
-        val follows = fired(sql(query)).filter(_.reason.startsWith("follows the split"))
-        assert(follows.map(_.numbers.toMap.get("nullBranchesKept")) == Seq(kept), query)
-        val plan = executedPlan(sql(query))
-        assert(broadcastJoins(plan) == 2 && shuffleJoins(plan) == 2, plan)
-      }
-    }
-  }
-
-  test("NULL keys that bypass one join's shuffle bypass the next joins on the same key too") {
-    withTempDir { dir =>
-      // Half of the keys NULL, no skewed value.
-      spark.range(0, 3000).selectExpr("CASE WHEN id % 2 = 0 THEN NULL ELSE id END AS k", "id AS v")
-        .repartition(3).write.parquet(s"$dir/nullbig")
-      withTempView("nullbig", "small2", "small3") {
-        spark.read.parquet(s"$dir/nullbig").createOrReplaceTempView("nullbig")
-        spark.table("small").selectExpr("k", "w + 1 AS x").createOrReplaceTempView("small2")
-        spark.table("small").selectExpr("k", "w + 2 AS y").createOrReplaceTempView("small3")
-        withSkewConf() {
-          val query = "SELECT b.k, b.v, small.w, x, y FROM nullbig b " +
-            "LEFT OUTER JOIN small ON b.k = small.k LEFT OUTER JOIN small2 ON b.k = small2.k " +
-            "LEFT OUTER JOIN small3 ON b.k = small3.k"
-          val rows = checkSameAnswer(sql(query))
-          assert(rows.count(_.isNullAt(0)) == 1500)
-          val reasons = fired(sql(query)).map(_.reason)
-          assert(reasons.count(_.startsWith("the NULL keys that bypass the join below")) == 2,
-            reasons)
-          // Each join shuffles the 1500 rows with a key (and key 7's matches), not the 1500
-          // without.
-          val plan = executedPlan(sql(query))
-          assert(shuffleJoins(plan) == 3 && broadcastJoins(plan) == 0, plan)
-          val joined = collectWithSubqueries(plan) { case j: SortMergeJoinExec => j }
-          assert(joined.forall(_.metrics("numOutputRows").value < 1510), joined)
-          val anti = "SELECT u.k, u.v FROM (SELECT b.k, b.v, small.w FROM nullbig b " +
-            "LEFT OUTER JOIN small ON b.k = small.k) u LEFT ANTI JOIN small2 ON u.k = small2.k"
-          checkSameAnswer(sql(anti))
-          assert(fired(sql(anti)).flatMap(_.numbers.toMap.get("nullBranchesKept")) ==
-            Seq("1 of 1"))
-        }
-      }
-    }
-  }
-
-  test("GROUP BY the key over a split of NULL keys only: aggregated in each branch") {
-    withTempDir { dir =>
-      // Half of the keys NULL, no skewed value; a NULL k2 in a fifth of the rows with a key.
-      spark.range(0, 3000).selectExpr("CASE WHEN id % 2 = 0 THEN NULL ELSE id % 1000 END AS k",
-          "CASE WHEN id % 5 = 1 THEN NULL WHEN id % 4 < 2 THEN 'a' ELSE 'b' END AS k2", "id AS v")
-        .repartition(3).write.parquet(s"$dir/nullbig")
-      withTempView("nullbig") {
-        spark.read.parquet(s"$dir/nullbig").createOrReplaceTempView("nullbig")
-        withSkewConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
-          def query(joinType: String, groupBy: String, on: String = "b.k = small.k") = {
-            val measures = if (joinType == "LEFT ANTI") "count(b.k2)" else "sum(small.w)"
-            s"SELECT $groupBy, count(*), $measures, max(b.v) FROM nullbig b $joinType JOIN " +
-              s"small ON $on GROUP BY $groupBy"
-          }
-          def grouping(q: String) = decisions(sql(q)).filter(_.candidate.startsWith("GROUP BY"))
-          for (joinType <- Seq("LEFT OUTER", "LEFT ANTI")) {
-            val q = query(joinType, "b.k")
-            val rows = checkSameAnswer(sql(q))
-            assert(rows.exists(_.isNullAt(0)), "the NULL group")
-            val Seq(d) = grouping(q)
-            assert(d.fired && d.numbers.toMap.get("branches").contains("2"), d)
-            // The shuffle branch's aggregate runs on the join's partitioning.
-            assert(aggregatesOnJoinShuffle(executedPlan(sql(q))) == 1, executedPlan(sql(q)))
-          }
-          // A NULL key of the preserved small side's unmatched rows is in the shuffle branch.
-          val full = query("FULL OUTER", "b.k")
-          checkSameAnswer(sql(full))
-          val Seq(declined) = grouping(full)
-          assert(!declined.fired && declined.reason.contains("preserved"), declined)
-          // Joined on (k, k2): a row with a NULL k2 is in the NULL branch, whatever its k.
-          val twoKeys = "b.k = small.k AND b.k2 = small.k2"
-          for ((groupBy, grouped) <- Seq("b.k" -> false, "b.k, b.k2" -> true)) {
-            val q = query("LEFT OUTER", groupBy, twoKeys)
-            checkSameAnswer(sql(q))
-            val Seq(d) = grouping(q)
-            assert(d.fired == grouped, d)
-            if (!grouped) assert(d.reason.contains("a NULL branch's rows have a NULL"), d)
-          }
-          // Not grouped by a key of the split: no candidate.
-          val other = query("LEFT OUTER", "b.v % 7")
-          checkSameAnswer(sql(other))
-          assert(grouping(other).isEmpty && aggregated(sql(other)) == 0)
-        }
-      }
     }
   }
 
@@ -798,24 +310,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
       val Seq(d) = decisions(sql(query)).filter(_.candidate.startsWith("GROUP BY"))
       assert(d.fired == grouped, d)
       if (!grouped) assert(d.reason.contains("a NULL branch's rows have a NULL"), d)
-    }
-  }
-
-  test("a SKEW hint stays with its query: later queries on the same view or DataFrame ignore it") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key -> "false") {
-      def source(df: DataFrame) = fired(df).map(_.numbers.toMap.apply("source"))
-      val hinted = "SELECT /*+ SKEW('big', 'k', 7) */ big.v, small.w FROM big JOIN small " +
-        "ON big.k = small.k"
-      checkSameAnswer(sql(hinted))
-      assert(source(sql(hinted)) == Seq("hint"))
-      val plain = hinted.replace("/*+ SKEW('big', 'k', 7) */ ", "")
-      val Seq(d) = decisions(sql(plain))
-      assert(!d.fired && d.reason.startsWith("no skewed keys"), d)
-      // A DataFrame's plan keeps its expression ids in every query built on it, too.
-      val big = spark.table("big")
-      val small = spark.table("small").select("k", "w")
-      assert(source(big.hint("skew", "k", 7).join(small, "k")) == Seq("hint"))
-      assert(source(big.join(small, "k")).isEmpty)
     }
   }
 
@@ -857,13 +351,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
-  test("inputs under the sampling threshold are not sampled") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_INPUT_BYTES.key -> "1g") {
-      val d = decisions(sql(select("INNER", "big.k = small.k")))
-      assert(d.size == 1 && !d.head.fired && d.head.reason.contains("worth sampling"), d)
-    }
-  }
-
   test("unknown sizes: no detection and no rewrite without a hint") {
     withSkewConf() {
       spark.range(0, 2000).selectExpr("CASE WHEN id % 2 = 0 THEN 7 ELSE id END AS k", "id AS v")
@@ -880,36 +367,6 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     withSkewConf() {
       val nonEqui = decisions(sql("SELECT * FROM big JOIN small ON big.k < small.k AND small.w < 5"))
       assert(nonEqui.map(_.reason) == Seq("no equi-join keys"), nonEqui)
-    }
-  }
-
-  test("a non-deterministic input is never read twice") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_FORM.key -> "union") {
-      val input = "(SELECT k + cast(rand() * 0 AS bigint) AS k, v FROM big) b"
-      val inner = sql(s"SELECT /*+ SKEW('b', 'k', 7) */ count(*) FROM $input JOIN small ON b.k = small.k")
-      assert(fired(inner).map(_.numbers.toMap.apply("form")) == Seq("salted"))
-      checkSameAnswer(sql(s"SELECT /*+ SKEW('b', 'k', 7) */ count(*) FROM $input JOIN small ON b.k = small.k"))
-      val full = decisions(sql(
-        s"SELECT /*+ SKEW('b', 'k', 7) */ * FROM $input FULL OUTER JOIN small ON b.k = small.k"))
-      assert(full.size == 1 && !full.head.fired && full.head.reason.contains("not deterministic"),
-        full)
-    }
-  }
-
-  test("the other side's rows for the skewed keys must fit the broadcast bound") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_MAX_BROADCAST_BYTES.key -> "100") {
-      val d = decisions(sql("SELECT * FROM big a JOIN big b ON a.k = b.k AND a.v < 100"))
-      assert(d.size == 1 && !d.head.fired && d.head.reason.contains("maxBroadcastBytes"), d)
-    }
-  }
-
-  test("the number of skewed keys is capped") {
-    withSkewConf(HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_FRACTION.key -> "0.0001",
-        HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_ROWS.key -> "1",
-        HiveJoinOptsConf.SKEW_JOIN_MAX_SKEWED_KEYS.key -> "3") {
-      val query = select("INNER", "big.k = small.k")
-      assert(fired(sql(query)).head.numbers.toMap.apply("skewedKeys").toInt <= 3)
-      checkSameAnswer(sql(query))
     }
   }
 

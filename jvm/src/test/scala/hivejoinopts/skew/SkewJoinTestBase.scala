@@ -1,14 +1,17 @@
 package hivejoinopts.skew
 
+import scala.collection.mutable
+
 import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.catalyst.plans.logical.{Join, Union}
+import org.apache.spark.sql.catalyst.plans.logical.{Generate, Join, Union}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.joins.{BroadcastHashJoinExec, ShuffledHashJoinExec, SortMergeJoinExec}
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf, HiveJoinOptsQueryTest}
 import hivejoinopts.log.Decision
-import hivejoinopts.state.ExtensionState
+import hivejoinopts.skew.keys.SkewMetadata
+import hivejoinopts.skew.split.SaltedForm
 
 /** Small skewed tables and the helpers the skew suites share. */
 trait SkewJoinTestBase extends HiveJoinOptsQueryTest {
@@ -24,10 +27,9 @@ trait SkewJoinTestBase extends HiveJoinOptsQueryTest {
     HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_ROWS.key -> "10",
     HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_FRACTION.key -> "0.1")
 
-  protected def withSkewConf[T](extra: (String, String)*)(f: => T): T = {
-    ExtensionState.clearAll()
+  /** `f` under [[skewConf]]; what earlier tests remembered is gone (see `beforeEach`). */
+  protected def withSkewConf[T](extra: (String, String)*)(f: => T): T =
     withConf(skewConf ++ extra: _*)(f)
-  }
 
   /**
    * `big`: 3000 rows, key 7 holds half of them, 300 have a NULL key, the rest are spread;
@@ -48,6 +50,30 @@ trait SkewJoinTestBase extends HiveJoinOptsQueryTest {
     spark.read.parquet(s"$dir/small").createOrReplaceTempView("small")
   }
 
+  protected val joinTypes: Seq[String] = Seq("INNER", "LEFT OUTER", "RIGHT OUTER", "FULL OUTER")
+
+  /**
+   * `big`'s rows as the catalog table `table`, whose properties declare it skewed on `columns`
+   * ('c' or 'c1,c2') with `values` (SQL literals, as the property holds them).
+   */
+  protected def createDeclaredTable(table: String, columns: String, values: String): Unit = {
+    spark.table("big").write.saveAsTable(table)
+    declaredTables += table
+    sql(s"ALTER TABLE $table SET TBLPROPERTIES ('${SkewMetadata.ColumnsProperty}' = " +
+      s"""'$columns', '${SkewMetadata.ValuesProperty}' = "$values")""")
+  }
+
+  private val declaredTables = mutable.ArrayBuffer.empty[String]
+
+  override def afterAll(): Unit = {
+    try declaredTables.foreach(t => sql(s"DROP TABLE IF EXISTS $t"))
+    finally super.afterAll()
+  }
+
+  /** `big` joined to `small` by `joinType` on `on`, with columns of both. */
+  protected def select(joinType: String, on: String): String =
+    s"SELECT big.k, big.v, small.k AS sk, small.w FROM big $joinType JOIN small ON $on"
+
   protected def decisions(df: DataFrame, rule: String = "SkewJoinSplit"): Seq[Decision] =
     HiveJoinOpts.explain(df).decisions.filter(_.rule == rule)
 
@@ -62,6 +88,11 @@ trait SkewJoinTestBase extends HiveJoinOptsQueryTest {
   protected def broadcastJoins(plan: SparkPlan): Int = joinsOf(plan).count(_.isInstanceOf[BroadcastHashJoinExec])
 
   protected def shuffleJoins(plan: SparkPlan): Int = joinsOf(plan).count(!_.isInstanceOf[BroadcastHashJoinExec])
+
+  /** Salted joins in the optimized plan: the other side's rows copied once per salt. */
+  protected def saltedJoins(df: DataFrame): Int =
+    df.queryExecution.optimizedPlan.collect { case g: Generate
+      if g.generatorOutput.exists(_.name == SaltedForm.SaltName) => g }.size
 
   /** Unions in the optimized plan, and joins under them. */
   protected def splitUnions(df: DataFrame): Int =

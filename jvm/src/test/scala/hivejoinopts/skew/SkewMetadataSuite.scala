@@ -1,7 +1,6 @@
 package hivejoinopts.skew
 
 import hivejoinopts.HiveJoinOptsConf
-import hivejoinopts.skew.keys.SkewMetadata
 
 /** Skewed keys from table properties (Hive's SKEWED BY: HiveSkewMetadataSuite). */
 class SkewMetadataSuite extends SkewJoinTestBase {
@@ -9,21 +8,9 @@ class SkewMetadataSuite extends SkewJoinTestBase {
   override def beforeAll(): Unit = {
     super.beforeAll()
     createSkewedTables()
-    spark.table("big").write.saveAsTable("big_declared")
-    spark.table("big").write.saveAsTable("big_two_columns")
-    spark.table("big").write.saveAsTable("big_badly_declared")
-    sql(s"ALTER TABLE big_declared SET TBLPROPERTIES ('${SkewMetadata.ColumnsProperty}' = 'k', " +
-      s"'${SkewMetadata.ValuesProperty}' = '7, 9')")
-    sql(s"ALTER TABLE big_two_columns SET TBLPROPERTIES ('${SkewMetadata.ColumnsProperty}' = " +
-      s""""k,k2", '${SkewMetadata.ValuesProperty}' = "(7, 'a'), (7, 'b')")""")
-    sql(s"ALTER TABLE big_badly_declared SET TBLPROPERTIES ('${SkewMetadata.ColumnsProperty}' = " +
-      s"""'k', '${SkewMetadata.ValuesProperty}' = "'seven'")""")
-  }
-
-  override def afterAll(): Unit = {
-    try Seq("big_declared", "big_two_columns", "big_badly_declared")
-      .foreach(t => sql(s"DROP TABLE IF EXISTS $t"))
-    finally super.afterAll()
+    createDeclaredTable("big_declared", "k", "7, 9")
+    createDeclaredTable("big_two_columns", "k,k2", "(7, 'a'), (7, 'b')")
+    createDeclaredTable("big_badly_declared", "k", "'seven'")
   }
 
   /** Detection off: whatever fires comes from the metadata. */

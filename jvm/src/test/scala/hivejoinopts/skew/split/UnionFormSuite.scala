@@ -1,10 +1,9 @@
 package hivejoinopts.skew.split
 
 import org.apache.spark.sql.catalyst.dsl.expressions._
-import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, Literal}
-import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, RightOuter}
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, BROADCAST, Filter, HintInfo, Join, JoinHint, LocalRelation, LogicalPlan, Project, Union}
-import org.apache.spark.sql.types.IntegerType
+import org.apache.spark.sql.catalyst.expressions.Alias
+import org.apache.spark.sql.catalyst.plans.{Inner, LeftAnti, LeftOuter, RightOuter}
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Filter, Join, JoinHint, Project, Union}
 
 import hivejoinopts.plan.{LeftSide, RightSide}
 import hivejoinopts.skew.keys.{SkewSource, SkewedKeys}
@@ -13,17 +12,6 @@ import hivejoinopts.skew.keys.{SkewSource, SkewedKeys}
 class UnionFormSuite extends SplitPlanTest {
 
   private val seven = skewedSeven(SkewSource.Hint)
-
-  private def join(t: JoinType): Join = Join(big, other, t, Some(k === ok), JoinHint.NONE)
-
-  private def broadcast(right: Boolean): JoinHint = {
-    val hint = Some(HintInfo(strategy = Some(BROADCAST)))
-    if (right) JoinHint(None, hint) else JoinHint(hint, None)
-  }
-
-  private def notSeven(key: Expression): Expression = key.isNull || !(key === 7)
-
-  private def copyOf(plan: LocalRelation): LocalRelation = plan.newInstance()
 
   test("inner join: a shuffle join without the skewed keys, a broadcast join of them") {
     val actual = UnionForm(join(Inner), pairs, Some(LeftSide -> seven), Nil, BranchFiles.All)
@@ -102,7 +90,4 @@ class UnionFormSuite extends SplitPlanTest {
     assert(mapSide.hint == broadcast(right = false))
     assert(SplitShape.of(actual).get.keys == Seq(ok))
   }
-
-  private def nulls(plan: LogicalPlan): Seq[Alias] =
-    plan.output.map(a => Alias(Literal(null, IntegerType), a.name)())
 }
