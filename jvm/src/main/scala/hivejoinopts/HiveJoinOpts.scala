@@ -40,8 +40,8 @@ final case class Explanation(
 object HiveJoinOpts extends Logging {
 
   /**
-   * Rules of hive-join-opts found in the session's analyzer, optimizer and planner lists, as
-   * `hook:RuleName`.
+   * Rules of hive-join-opts found in the session's analyzer, optimizer and planner lists, its
+   * columnar rules and its parser, as `hook:RuleName`.
    */
   def injectedRules(session: SparkSession): java.util.List[String] = {
     val state = SparkShims.classicSession(session).sessionState
@@ -53,6 +53,8 @@ object HiveJoinOpts extends Logging {
       "preCBO" -> state.optimizer.preCBORules,
       "experimentalOptimizer" -> state.experimentalMethods.extraOptimizations,
       "plannerStrategy" -> state.planner.extraPlanningStrategies,
+      "columnar" -> state.columnarRules,
+      "parser" -> Seq(state.sqlParser),
       "queryStagePrep" -> state.adaptiveRulesHolder.queryStagePrepRules,
       "runtimeOptimizer" -> state.adaptiveRulesHolder.runtimeOptimizerRules,
       "queryStageOptimizer" -> state.adaptiveRulesHolder.queryStageOptimizerRules,
