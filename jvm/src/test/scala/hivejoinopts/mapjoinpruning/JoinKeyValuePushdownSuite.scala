@@ -481,62 +481,6 @@ class JoinKeyValuePushdownSuite extends MapJoinPruningSuiteBase {
   }
 
 
-  test("a later query reuses a small side's rows until the side's files change") {
-    withStar() {
-      def decision(): Decision = {
-        val Seq(d) = ruleDecisions(sql(starQuery))
-        assert(d.fired, d)
-        d
-      }
-      def evaluationMs(d: Decision): String = d.numbers.toMap.apply("evaluationMs")
-      assert(!evaluationMs(decision()).contains("cached"))
-      val again = decision()
-      assert(evaluationMs(again).startsWith("0 (cached;"), again)
-      sql(starQuery).collect()
-      assert(HiveJoinOpts.lastPlanningWorkJson(spark).contains("\"smallSideMs\": 0"),
-        HiveJoinOpts.lastPlanningWorkJson(spark))
-      val before = sql(starQuery).collect().toSeq
-
-      // The same relation, listed again over other files: other keys have c = 3.
-      replaceFiles("dim") { path =>
-        spark.range(0, 100).selectExpr("CAST((id + 5) % 100 AS INT) AS k", "id % 10 AS c",
-          "id * 10 AS w").write.mode("overwrite").parquet(path)
-      }
-      assert(!evaluationMs(decision()).contains("cached"))
-      checkSameAnswer(sql(starQuery))
-      assert(sql(starQuery).collect().toSeq != before)
-    }
-  }
-
-  test("a small side with a subquery is reused until the subquery's files change") {
-    val query = "SELECT count(*), sum(v) FROM fact JOIN (SELECT * FROM dim " +
-      "WHERE c = (SELECT max(c) FROM pick)) d ON fact.k = d.k"
-    withStar() {
-      withTempDir { dir =>
-        spark.range(0, 4).selectExpr("id AS c").write.parquet(s"$dir/pick")
-        withTempView("pick") {
-          spark.read.parquet(s"$dir/pick").createOrReplaceTempView("pick")
-          def evaluationMs(): String = {
-            val Seq(d) = ruleDecisions(sql(query))
-            assert(d.fired, d)
-            d.numbers.toMap.apply("evaluationMs")
-          }
-          assert(!evaluationMs().contains("cached"))
-          assert(evaluationMs().startsWith("0 (cached;"))
-          val before = sql(query).collect().toSeq
-
-          // The subquery's table gets other files: max(c) becomes 7.
-          replaceFiles("pick") { path =>
-            spark.range(4, 8).selectExpr("id AS c").write.mode("overwrite").parquet(path)
-          }
-          assert(!evaluationMs().contains("cached"))
-          checkSameAnswer(sql(query))
-          assert(sql(query).collect().toSeq != before)
-        }
-      }
-    }
-  }
-
   test("without adaptive execution, and inside a scalar subquery") {
     withStar() {
       withConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
