@@ -171,17 +171,6 @@ class JoinKeyValuePushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
-  test("a file written again, or added, after its footer was read is read again") {
-    withStar() {
-      val scan = scanOf(withExtension(on = true)(executedPlan(sql(rangeQuery))), "fact")
-      val index = scan.relation.location.asInstanceOf[FooterPrunedFileIndex]
-      assert(index.listFiles(Nil, Nil).flatMap(_.files).size == 1)
-      val moved = index.copy(skipped = index.skipped.map { case (p, len, t) => (p, len, t + 1) })
-      assert(moved.listFiles(Nil, Nil).flatMap(_.files).size == 4)
-      assert(moved.sizeInBytes <= index.underlying.sizeInBytes)
-    }
-  }
-
   test("partition column, shuffle join: only the matching partitions are read") {
     withStar(partitioned = true) {
       withConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
