@@ -1,12 +1,19 @@
 package hivejoinopts.mapjoinpruning
 
 import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.catalyst.expressions.DynamicPruningExpression
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.dsl.expressions._
+import org.apache.spark.sql.catalyst.dsl.plans.DslLogicalPlan
+import org.apache.spark.sql.catalyst.expressions.{DynamicPruningExpression, In, Literal, UnsafeProjection}
+import org.apache.spark.sql.catalyst.plans.Inner
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LocalRelation, LogicalPlan}
 import org.apache.spark.sql.execution.FileSourceScanExec
 import org.apache.spark.sql.execution.joins.{BroadcastHashJoinExec, SortMergeJoinExec}
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{DataType, IntegerType}
 
 import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf}
+import hivejoinopts.TestPlans.col
 import hivejoinopts.log.{Decision, DecisionLog}
 import hivejoinopts.scan.FooterPrunedFileIndex
 
@@ -28,6 +35,38 @@ class JoinKeyValuePushdownSuite extends MapJoinPruningSuiteBase {
       assert(d.numbers.toMap.apply("values(fact.k)") == "10", d)
       assert(d.numbers.toMap.apply("smallSideRows") == "10", d)
     }
+  }
+
+  test("q55's join: the big side's scan gets the small side's values under it, the small side " +
+      "its rows (the rule's picture)") {
+    // date_dim: October to December 1999, 30 days each, from Friday 2451454; 2451484 is the
+    // first of November, a Monday. store_sales: sales on each of the 90 days, in order.
+    table("date_dim", spark.range(2451454, 2451544, 1, 1).selectExpr(
+      "CAST(id AS INT) AS d_date_sk", "1999 AS d_year",
+      "CAST(10 + (id - 2451454) DIV 30 AS INT) AS d_moy",
+      "CAST((id - 2451483) % 7 AS INT) AS d_dow"))
+    table("store_sales", spark.range(0, FactRows, 1, 1).selectExpr(
+      s"CAST(2451454 + id * 90 DIV $FactRows AS INT) AS ss_sold_date_sk", "id AS ss_net_paid"),
+      Map("parquet.block.size" -> "4096"))
+    val (sales, days) = (relationOf("store_sales"), relationOf("date_dim"))
+    val (sold, day) = (col(sales, "ss_sold_date_sk"), col(days, "d_date_sk"))
+    val november = col(days, "d_year") === 1999 && col(days, "d_moy") === 11
+    def join(small: LogicalPlan): LogicalPlan = sales.join(small, Inner, Some(sold === day))
+    def rowsOf(values: Seq[Int]): Seq[InternalRow] = {
+      val toRow = UnsafeProjection.create(Array[DataType](IntegerType))
+      values.map(v => toRow(InternalRow(v)).copy())
+    }
+    val rule = JoinKeyValuePushdown(spark)
+
+    val mondays = 2451484 to 2451512 by 7
+    comparePlans(rule(join(days.where(november && col(days, "d_dow") === 1).select(day))),
+      Filter(sold >= mondays.head && sold <= mondays.last && In(sold, mondays.map(Literal(_))),
+        sales).join(LocalRelation(Seq(day), rowsOf(mondays)), Inner, Some(sold === day)))
+    // Every day of November, every value of its range: the range alone.
+    val month = 2451484 to 2451513
+    comparePlans(rule(join(days.where(november).select(day))),
+      Filter(sold >= month.head && sold <= month.last, sales)
+        .join(LocalRelation(Seq(day), rowsOf(month)), Inner, Some(sold === day)))
   }
 
   test("Parquet: a set that is every value of its range is pushed as the range alone") {
