@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+import copy
+
 from hive_join_opts._session import Decision
-from hive_join_opts.demo import decisions_text, summary_table
+from hive_join_opts.demo import VALUE_CHARS, decisions_text, summary_table
 
 
 def test_decisions_wrap_to_100_columns_and_cut_long_values_only():
     numbers = {f"number{i}": str(i * 1000) for i in range(30)}
-    numbers["prunedScans"] = "store_sales_sorted.ss_sold_date_sk (Parquet pushed filter) " * 3
+    long_value = "store_sales_sorted.ss_sold_date_sk (Parquet pushed filter) " * 3
+    numbers["prunedScans"] = long_value
     decision = Decision("JoinKeyValuePushdown", "INNER join date_dim x store_sales_sorted on "
                         "(date_dim.d_date_sk = store_sales_sorted.ss_sold_date_sk)", "fired",
                         "pushed the small side's values into the scan; " * 5, numbers)
+    as_given = copy.deepcopy(decision)
     text = decisions_text([decision])
     assert max(len(line) for line in text.splitlines()) <= 100
     assert text.splitlines()[0].startswith("  JoinKeyValuePushdown fired: INNER join date_dim")
     flat = " ".join(text.split())
     assert "number29=29000" in flat  # every number is there
     assert "prunedScans=store_sales_sorted.ss_sold_date_sk (Parquet pushed filter)" in flat
-    assert "…" in flat and numbers["prunedScans"] not in flat
-    assert decision.numbers["prunedScans"] == numbers["prunedScans"]  # the decision keeps it
+    assert "…" in flat and long_value not in flat
+    # The long value, the last number, is cut to VALUE_CHARS characters ending in an ellipsis...
+    cut = long_value[: VALUE_CHARS - 1] + "…"
+    assert flat.endswith("prunedScans=" + " ".join(cut.split()))
+    # ...in the text only: the decision, which explain() and the JSON show, keeps it whole.
+    assert decision == as_given
     assert "no rule of hive-join-opts saw a candidate" in decisions_text([])
 
 

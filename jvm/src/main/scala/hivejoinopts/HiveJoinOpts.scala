@@ -39,8 +39,8 @@ final case class Explanation(
 object HiveJoinOpts extends Logging {
 
   /**
-   * Rules of hive-join-opts found in the session's analyzer, optimizer and planner lists, as
-   * `hook:RuleName`.
+   * Rules of hive-join-opts found in the session's analyzer, optimizer and planner lists, its
+   * columnar rules and its parser, as `hook:RuleName`.
    */
   def injectedRules(session: SparkSession): java.util.List[String] = {
     val state = SparkShims.classicSession(session).sessionState
@@ -52,6 +52,8 @@ object HiveJoinOpts extends Logging {
       "preCBO" -> state.optimizer.preCBORules,
       "experimentalOptimizer" -> state.experimentalMethods.extraOptimizations,
       "plannerStrategy" -> state.planner.extraPlanningStrategies,
+      "columnar" -> state.columnarRules,
+      "parser" -> Seq(state.sqlParser),
       "queryStagePrep" -> state.adaptiveRulesHolder.queryStagePrepRules,
       "runtimeOptimizer" -> state.adaptiveRulesHolder.runtimeOptimizerRules,
       "queryStageOptimizer" -> state.adaptiveRulesHolder.queryStageOptimizerRules,

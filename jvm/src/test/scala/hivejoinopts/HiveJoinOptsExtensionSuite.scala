@@ -16,12 +16,20 @@ class HiveJoinOptsExtensionSuite extends HiveJoinOptsQueryTest {
     sql("SELECT a.k, v, w FROM a JOIN b ON a.k = b.k")
   }
 
-  test("the extension's rules are in the session's optimizer lists") {
+  test("every rule of the extension's table is in the session, at the hook it is injected at") {
     val injected = HiveJoinOpts.injectedRules(spark).asScala
+    HiveJoinOptsExtension.rules.foreach { entry =>
+      val hooks = new HookRecorder
+      entry.inject(hooks)
+      assert(hooks.injected.nonEmpty, s"${entry.name} injects nothing")
+      hooks.injected.foreach { case (hook, build) =>
+        val rule = s"$hook:${build(spark).getClass.getSimpleName.stripSuffix("$")}"
+        assert(injected.contains(rule), s"${entry.name}: no $rule in $injected")
+      }
+    }
+    // The test-only rules of the suite's other extension are found too.
     assert(injected.contains("optimizer:RecordingRule"), injected)
     assert(injected.contains("optimizer:ThrowingRule"), injected)
-    assert(injected.contains("resolution:ResolveSkewHint"), injected)
-    assert(injected.contains("preCBO:SkewJoinSplit"), injected)
     assert(HiveJoinOpts.isActive(spark))
   }
 

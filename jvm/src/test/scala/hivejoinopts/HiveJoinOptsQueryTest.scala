@@ -5,6 +5,7 @@ import org.apache.spark.sql.{DataFrame, QueryTest, Row}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.test.SharedSparkSession
+import org.scalactic.source
 
 import hivejoinopts.log.Decision
 import hivejoinopts.state.ExtensionState
@@ -57,4 +58,12 @@ trait HiveJoinOptsQueryTest extends QueryTest with SharedSparkSession with Adapt
 
   /** The decisions taken while planning `df` afresh. */
   protected def decisionsOf(df: DataFrame): Seq[Decision] = HiveJoinOpts.explain(df).decisions
+
+  /** The right side of `either`; a failure that shows the left side otherwise. */
+  protected def rightOf[L, R](either: Either[L, R])(implicit pos: source.Position): R =
+    either.fold(left => fail(s"expected a Right, got Left($left)"), identity)
+
+  /** The left side of `either` (a reason, as the rules give them); a failure otherwise. */
+  protected def leftOf[L, R](either: Either[L, R])(implicit pos: source.Position): L =
+    either.fold(identity, right => fail(s"expected a Left, got Right($right)"))
 }

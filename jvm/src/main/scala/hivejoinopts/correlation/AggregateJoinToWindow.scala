@@ -28,14 +28,15 @@ import hivejoinopts.rules.Attempt.decline
  * }}}
  * becomes
  * {{{
- *   Join Inner, (l_quantity < avg) AND (p_partkey = l_partkey#1)
- *   :- Filter isnotnull(l_quantity)
- *   :  +- Project [..., 0.2 * _w AS avg]
- *   :     +- Window [avg(l_quantity) AS _w], [l_partkey#1]
- *   :        +- Join LeftSemi, (l_partkey#1 = p_partkey')              -- whole groups only
- *   :           :- Filter isnotnull(l_partkey#1)                      -- lineitem, once
- *   :           +- Filter p_brand = 'Brand#23' ...                    -- part (a fresh copy)
- *   +- Filter p_brand = 'Brand#23' ...
+ *   Project [the join's output]
+ *   +- Join Inner, (p_partkey = l_partkey#1) AND (l_partkey#2 = p_partkey)
+ *      :- Filter isnotnull(l_quantity) AND (l_quantity < avg)
+ *      :  +- Project [..., 0.2 * _w AS avg, l_partkey#1 AS l_partkey#2]
+ *      :     +- Window [avg(l_quantity) AS _w], [l_partkey#1]
+ *      :        +- Join LeftSemi, (p_partkey' = l_partkey#1)           -- whole groups only
+ *      :           :- Filter isnotnull(l_partkey#1)                   -- lineitem, once
+ *      :           +- Filter p_brand' = 'Brand#23' ...                -- part (a fresh copy)
+ *      +- Filter p_brand = 'Brand#23' ...
  * }}}
  *
  * The rewrite is exact when the rule proves it ([[PlanMerger]]): the rows the aggregate reads are

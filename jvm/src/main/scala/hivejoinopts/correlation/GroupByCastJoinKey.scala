@@ -22,8 +22,14 @@ import hivejoinopts.rules.HiveJoinOptsLogicalRule
  * the join's output again for a GROUP BY on `k`, because a partitioning on the cast is not one on
  * `k`:
  * {{{
- *   Aggregate [k], [k, count(1)]                Aggregate [k, CAST(k AS bigint)], [k, count(1)]
- *   +- Join Inner, CAST(k AS bigint) = k'   =>  +- Join Inner, CAST(k AS bigint) = k'
+ *   Aggregate [k], [k, count(1)]
+ *   +- Join Inner, CAST(k AS bigint) = k'
+ * }}}
+ * becomes, the cast computed in a projection below as Spark's `PullOutGroupingExpressions` does,
+ * {{{
+ *   Aggregate [k, _groupingexpression], [k, count(1)]
+ *   +- Project [..., CAST(k AS bigint) AS _groupingexpression]
+ *      +- Join Inner, CAST(k AS bigint) = k'
  * }}}
  * `CAST(k AS T)` is a function of `k`, so grouping by both forms the same groups as grouping by
  * `k`, and the output is unchanged. The aggregate's required distribution then holds the join's

@@ -18,12 +18,22 @@ import hivejoinopts.rules.Attempt.{decline, declineIf}
  * same keys and joined on them, become one aggregate with a FILTER clause where their inputs'
  * filters differ, so the relation is read and shuffled once.
  * {{{
- *   Join Inner, (k#1 = k#2)                       Project [k#1, s, k#1 AS k#2, c]
- *   :- Aggregate [k#1], [k#1, sum(v) AS s]        +- Filter (n1 > 0) AND (n2 > 0)
- *   :  +- Filter (x > 0)            -- t     =>      +- Aggregate [k#1], [k#1,
- *   +- Aggregate [k#2], [k#2, count(1) AS c]             sum(v) FILTER (x > 0) AS s, count(1) FILTER (y < 5) AS c,
- *      +- Filter (y < 5)            -- t                 count(1) FILTER (x > 0) AS n1, count(1) FILTER (y < 5) AS n2]
- *                                                         +- Filter (x > 0) OR (y < 5)   -- t, once
+ *   Join Inner, (k#1 = k#2)
+ *   :- Aggregate [k#1], [k#1, sum(v) AS s]
+ *   :  +- Filter (x > 0)                                                  -- t
+ *   +- Aggregate [k#2], [k#2, count(1) AS c]
+ *      +- Filter (y < 5)                                                  -- t
+ * }}}
+ * becomes
+ * {{{
+ *   Project [k#1, s, k#2, c]
+ *   +- Filter (k#1 = k#2)
+ *      +- Project [k#1, s, k#1 AS k#2, c]
+ *         +- Filter (n1 > 0) AND (n2 > 0)
+ *            +- Aggregate [k#1], [k#1, sum(v) FILTER (x > 0) AS s,
+ *                  count(1) FILTER (y < 5) AS c, count(1) FILTER (x > 0) AS n1,
+ *                  count(1) FILTER (y < 5) AS n2]
+ *               +- Filter (x > 0) OR (y < 5)                                  -- t, once
  * }}}
  * The merged plan keeps the attributes of one side (the preserved side of an outer join, else the
  * left one); each output column of each side then has, per join type:

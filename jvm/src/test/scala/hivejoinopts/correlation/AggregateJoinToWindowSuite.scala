@@ -1,6 +1,10 @@
 package hivejoinopts.correlation
 
-import org.apache.spark.sql.catalyst.plans.LeftSemi
+import org.apache.spark.sql.catalyst.dsl.expressions._
+import org.apache.spark.sql.catalyst.expressions.{Alias, IsNotNull, Literal, RowFrame, SpecifiedWindowFrame, UnboundedFollowing, UnboundedPreceding, WindowExpression, WindowSpecDefinition}
+import org.apache.spark.sql.catalyst.expressions.aggregate.Average
+import org.apache.spark.sql.catalyst.plans.{Inner, LeftSemi}
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Filter, Join, JoinHint, LocalRelation, Project, Window}
 import org.apache.spark.sql.execution.joins.BaseJoinExec
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.internal.SQLConf
@@ -42,6 +46,39 @@ class AggregateJoinToWindowSuite extends CorrelationSuiteBase {
       assert(shufflesOf(on) == 1, on)
       assert(shufflesOf(off) == 2, off)
     }
+  }
+
+  test("TPC-H Q17: lineitem's aggregate joined back becomes a window over one read of it " +
+      "(the rule's picture)") {
+    val lineitem = LocalRelation($"l_partkey".int, $"l_quantity".double)
+    val part = LocalRelation($"p_partkey".int, $"p_brand".string)
+    val again = lineitem.newInstance()
+    val Seq(partkey, quantity) = lineitem.output
+    val Seq(partkey2, quantity2) = again.output
+    val Seq(pPartkey, brand) = part.output
+    val parts = Filter(brand === "Brand#23", part)
+    val avg = Alias(Literal(0.2) * Average(quantity2).toAggregateExpression(), "avg")()
+    val before = Join(
+      Join(Filter(IsNotNull(partkey) && IsNotNull(quantity), lineitem), parts, Inner,
+        Some(pPartkey === partkey), JoinHint.NONE),
+      Aggregate(Seq(partkey2), Seq(avg, partkey2), Filter(IsNotNull(partkey2), again)),
+      Inner, Some(quantity < avg.toAttribute && partkey2 === pPartkey), JoinHint.NONE)
+
+    // lineitem read once, its rows of the brand's parts only (a semi join with a copy of
+    // `parts`); each row gets its part's average from a window.
+    val window = Alias(WindowExpression(Average(quantity).toAggregateExpression(),
+      WindowSpecDefinition(Seq(partkey), Nil,
+        SpecifiedWindowFrame(RowFrame, UnboundedPreceding, UnboundedFollowing))), "_w0")()
+    val semi = Join(Filter(IsNotNull(partkey), lineitem), parts, LeftSemi,
+      Some(pPartkey === partkey), JoinHint.NONE)
+    val avgOverWindow = Alias(Literal(0.2) * window.toAttribute, "avg")()
+    val key = Alias(partkey, "l_partkey")()
+    val withAverage = Project(Seq(partkey, quantity, avgOverWindow, key),
+      Window(Seq(window), Seq(partkey), Nil, semi))
+    val expected = Project(before.output, Join(
+      Filter(IsNotNull(quantity) && quantity < avgOverWindow.toAttribute, withAverage),
+      parts, Inner, Some(pPartkey === partkey && key.toAttribute === pPartkey), JoinHint.NONE))
+    comparePlans(AggregateJoinToWindow(spark)(before), expected, checkAnalysis = false)
   }
 
   test("the same with adaptive execution off") {

@@ -1,5 +1,11 @@
 package hivejoinopts.correlation
 
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+import org.apache.spark.sql.execution.exchange.{EnsureRequirements, ShuffleExchangeExec}
+import org.apache.spark.sql.execution.joins.SortMergeJoinExec
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf
@@ -61,6 +67,46 @@ class CoarsenJoinShuffleSuite extends CorrelationSuiteBase {
         assert(shufflesOf(off) == 4, off)
         assert(shufflesOf(on) == 3, on)
       }
+    }
+  }
+
+  /** The plan's aggregates, sort-merge joins and shuffles with their keys, indented by depth. */
+  private def shape(plan: SparkPlan, depth: Int = 0): Seq[String] = {
+    def names(keys: Seq[Expression]) = keys.flatMap(_.references.map(_.name)).mkString(", ")
+    val line = plan match {
+      case a: BaseAggregateExec => Some(s"${a.nodeName} [${names(a.groupingExpressions)}]")
+      case j: SortMergeJoinExec =>
+        Some(s"SortMergeJoin [${names(j.leftKeys)}], [${names(j.rightKeys)}]")
+      case e: ShuffleExchangeExec => Some(e.outputPartitioning match {
+        case HashPartitioning(keys, _) => s"Exchange hashpartitioning(${names(keys)})"
+        case other => s"Exchange $other"
+      })
+      case _ => None
+    }
+    line.map("  " * depth + _).toSeq ++
+      plan.children.flatMap(shape(_, if (line.isDefined) depth + 1 else depth))
+  }
+
+  test("join on (k, b) then GROUP BY k: the inputs shuffle on k, the aggregate does not " +
+      "(the rule's picture)") {
+    withShuffledJoins(aqe = false) {
+      // The plan as EnsureRequirements leaves it, the step before the rule.
+      val before = EnsureRequirements().apply(
+        withExtension(on = false)(spark.sql(joinThenGroup).queryExecution.sparkPlan))
+      assert(shape(before) == Seq(
+        "HashAggregate [k]",
+        "  Exchange hashpartitioning(k)",
+        "    HashAggregate [k]",
+        "      SortMergeJoin [k, b], [k, b]",
+        "        Exchange hashpartitioning(k, b)",
+        "        Exchange hashpartitioning(k, b)"), before)
+      val after = CoarsenJoinShuffle(spark)(before)
+      assert(shape(after) == Seq(
+        "HashAggregate [k]",
+        "  HashAggregate [k]",
+        "    SortMergeJoin [k, b], [k, b]",
+        "      Exchange hashpartitioning(k)",
+        "      Exchange hashpartitioning(k)"), after)
     }
   }
 

@@ -1,34 +1,14 @@
 package hivejoinopts.correlation
 
-import java.io.File
-
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 
-import hivejoinopts.HiveJoinOptsQueryTest
+import hivejoinopts.ParquetTables
 import hivejoinopts.log.Decision
 
 /** Tables and plan helpers shared by the correlation suites. */
-trait CorrelationSuiteBase extends HiveJoinOptsQueryTest {
-
-  private var dir: File = _
-
-  override def beforeAll(): Unit = {
-    super.beforeAll()
-    dir = java.nio.file.Files.createTempDirectory("hive-join-opts-correlation").toFile
-  }
-
-  override def afterAll(): Unit = {
-    try org.apache.commons.io.FileUtils.deleteDirectory(dir) finally super.afterAll()
-  }
-
-  /** Writes `df` as Parquet (with the writer's `options`) and registers it as the view `name`. */
-  protected def table(name: String, df: DataFrame, options: Map[String, String] = Map.empty): Unit = {
-    val path = new File(dir, name).getCanonicalPath
-    df.write.mode("overwrite").options(options).parquet(path)
-    spark.read.parquet(path).createOrReplaceTempView(name)
-  }
+trait CorrelationSuiteBase extends ParquetTables {
 
   /** Writes rows given as a SQL VALUES list. */
   protected def values(name: String, columns: String, rows: String): Unit =

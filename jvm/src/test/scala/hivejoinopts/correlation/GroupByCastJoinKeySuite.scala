@@ -1,7 +1,13 @@
 package hivejoinopts.correlation
 
 import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.catalyst.dsl.expressions._
+import org.apache.spark.sql.catalyst.expressions.{Alias, Cast, Literal}
+import org.apache.spark.sql.catalyst.expressions.aggregate.Count
+import org.apache.spark.sql.catalyst.plans.Inner
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Join, JoinHint, LocalRelation, Project}
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.LongType
 
 import hivejoinopts.HiveJoinOptsConf
 
@@ -43,6 +49,21 @@ class GroupByCastJoinKeySuite extends CorrelationSuiteBase {
         assert(fired.size == 1, decisionsOf(spark.sql(joinThenGroup)).mkString("\n"))
         assert(fired.head.reason.contains("CAST(ints.k AS BIGINT)"), fired.head)
       }
+    }
+  }
+
+  test("GROUP BY k over a join on CAST(k AS BIGINT) also groups by the cast (the rule's picture)") {
+    val ints = LocalRelation($"k".int, $"b".int)
+    val longs = LocalRelation($"k".long, $"w".long)
+    val k = ints.output.head
+    val cast = Cast(k, LongType)
+    val join = Join(ints, longs, Inner, Some(cast === longs.output.head), JoinHint.NONE)
+    val count = Alias(Count(Literal(1)).toAggregateExpression(), "count(1)")()
+    val grouping = Alias(cast, "_groupingexpression")()
+    withShuffledJoins() {
+      comparePlans(GroupByCastJoinKey(spark)(Aggregate(Seq(k), Seq(k, count), join)),
+        Aggregate(Seq(k, grouping.toAttribute), Seq(k, count),
+          Project(join.output :+ grouping, join)))
     }
   }
 

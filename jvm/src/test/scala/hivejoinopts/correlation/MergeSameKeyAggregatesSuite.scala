@@ -1,6 +1,11 @@
 package hivejoinopts.correlation
 
 import org.apache.spark.sql.Row
+import org.apache.spark.sql.catalyst.dsl.expressions._
+import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, Literal}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateFunction, Count, Sum}
+import org.apache.spark.sql.catalyst.plans.Inner
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Filter, Join, JoinHint, LocalRelation, Project}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 
 import hivejoinopts.HiveJoinOptsConf
@@ -37,6 +42,34 @@ class MergeSameKeyAggregatesSuite extends CorrelationSuiteBase {
     fires(sql)
     val plan = withExtension(on = true)(executedPlan(spark.sql(sql)))
     assert(shufflesOf(plan) == 1, plan)
+  }
+
+  test("two aggregates of one relation joined on their key become one with FILTER clauses " +
+      "(the rule's picture)") {
+    val t = LocalRelation($"k".int, $"v".int, $"x".int, $"y".int)
+    val again = t.newInstance()
+    val Seq(k, v, x, y) = t.output
+    val (k2, y2) = (again.output.head, again.output(3))
+    val s = Alias(Sum(v).toAggregateExpression(), "s")()
+    val c = Alias(Count(Literal(1)).toAggregateExpression(), "c")()
+    val before = Join(
+      Aggregate(Seq(k), Seq(k, s), Filter(x > 0, t)),
+      Aggregate(Seq(k2), Seq(k2, c), Filter(y2 < 5, again)),
+      Inner, Some(k === k2), JoinHint.NONE)
+
+    // One read of t; each aggregate and each side's count of rows in its group under the
+    // side's own filter.
+    def where(f: AggregateFunction, condition: Expression, name: String) =
+      Alias(f.toAggregateExpression(isDistinct = false, filter = Some(condition)), name)()
+    val (aRows, bRows) = (where(Count(Literal(1)), x > 0, "_a_rows"),
+      where(Count(Literal(1)), y < 5, "_b_rows"))
+    val merged = Aggregate(Seq(k), Seq(k, where(Sum(v), x > 0, "s"),
+      where(Count(Literal(1)), y < 5, "c"), aRows, bRows), Filter(x > 0 || y < 5, t))
+    val bothSides = Project(
+      Seq(k, merged.output(1), Alias(k, "k")(), Alias(merged.output(2), "c")()),
+      Filter(aRows.toAttribute > 0L && bRows.toAttribute > 0L, merged))
+    comparePlans(MergeSameKeyAggregates(spark)(before),
+      Project(before.output, Filter(k === bothSides.output(2), bothSides)), checkAnalysis = false)
   }
 
   test("different filters: FILTER clauses, and an inner join keeps groups both sides have") {

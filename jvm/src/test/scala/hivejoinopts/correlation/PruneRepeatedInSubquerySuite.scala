@@ -1,5 +1,10 @@
 package hivejoinopts.correlation
 
+import org.apache.spark.sql.catalyst.dsl.expressions._
+import org.apache.spark.sql.catalyst.expressions.{InSubquery, ListQuery}
+import org.apache.spark.sql.catalyst.plans.Inner
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, JoinHint, LocalRelation, Project}
+
 import hivejoinopts.HiveJoinOptsConf
 
 class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
@@ -35,6 +40,25 @@ class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
         if j.joinType == org.apache.spark.sql.catalyst.plans.Inner => j
     }.size
     assert(selfJoins(off) == 3 && selfJoins(on) == 1, s"$on\n$off")
+  }
+
+  test("the second subquery's join with the rows the first reads goes (the rule's picture)") {
+    val sales = LocalRelation($"o".int, $"amount".int)
+    val ws = LocalRelation($"ws_o".int, $"wh".int)
+    val wr = LocalRelation($"wr_o".int, $"r".int)
+    // ws_wh: the orders of some warehouses.
+    def wsWh(read: LocalRelation) = Project(Seq(read.output.head), Filter(read.output(1) > 1, read))
+    val (o, wrO) = (sales.output.head, wr.output.head)
+    val first = ListQuery(wsWh(ws))
+    val again = wsWh(ws.newInstance())
+    val second = ListQuery(Project(Seq(wrO),
+      Join(wr, again, Inner, Some(wrO === again.output.head), JoinHint.NONE)))
+    comparePlans(
+      PruneRepeatedInSubquery(spark)(
+        Filter(InSubquery(Seq(o), first) && InSubquery(Seq(o), second), sales)),
+      Filter(InSubquery(Seq(o), first) &&
+        InSubquery(Seq(o), second.copy(plan = Project(Seq(wrO), wr))), sales),
+      checkAnalysis = false)
   }
 
   test("the join keeps conditions on the other table, and either side order") {

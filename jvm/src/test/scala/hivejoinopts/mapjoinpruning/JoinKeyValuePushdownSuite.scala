@@ -1,90 +1,23 @@
 package hivejoinopts.mapjoinpruning
 
 import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.catalyst.expressions.DynamicPruningExpression
-import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
-import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.dsl.expressions._
+import org.apache.spark.sql.catalyst.dsl.plans.DslLogicalPlan
+import org.apache.spark.sql.catalyst.expressions.{DynamicPruningExpression, In, Literal, UnsafeProjection}
+import org.apache.spark.sql.catalyst.plans.Inner
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LocalRelation, LogicalPlan}
+import org.apache.spark.sql.execution.FileSourceScanExec
 import org.apache.spark.sql.execution.joins.{BroadcastHashJoinExec, SortMergeJoinExec}
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{DataType, IntegerType}
 
-import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf, HiveJoinOptsQueryTest}
+import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf}
+import hivejoinopts.TestPlans.col
 import hivejoinopts.log.{Decision, DecisionLog}
 import hivejoinopts.scan.FooterPrunedFileIndex
 
-class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
-
-  private val Rule = "JoinKeyValuePushdown"
-  private val FactRows = 20000
-
-  // The test tables are small: the big side needs no minimum size here.
-  override protected def sparkConf = super.sparkConf
-    .set(HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_BYTES.key, "0")
-
-  /**
-   * A fact table sorted by `k` (the values 0 to 99 as `keyType`), in many small row groups or
-   * stripes, and a dimension table with the keys 0 to 99 and a category `c` (`k % 10`): `c = 3`
-   * selects 10 keys. The views are `fact` and `dim`.
-   */
-  private def withStar(
-      keyType: String = "int",
-      format: String = "parquet",
-      partitioned: Boolean = false,
-      nullKeys: Boolean = false)(f: => Unit): Unit = withTempDir { dir =>
-    def key(base: String): String = keyType match {
-      case "date" => s"date_add(DATE'2020-01-01', CAST($base AS INT))"
-      case other => s"CAST($base AS $other)"
-    }
-    val fact = spark.range(0, FactRows, 1, 4)
-      .selectExpr(s"${key(if (nullKeys) "IF(id % 17 = 0, NULL, id % 100)" else "id % 100")} AS k",
-        "id % 7 AS a", "id AS v")
-      .repartitionByRange(4, org.apache.spark.sql.functions.col("k"))
-      .sortWithinPartitions("k")
-      .write.format(format).option("header", "true")
-      .option("parquet.block.size", "4096").option("orc.stripe.size", "4096")
-      .option("orc.row.index.stride", "1000")
-    if (partitioned) fact.partitionBy("k").save(s"$dir/fact") else fact.save(s"$dir/fact")
-    spark.range(0, 100)
-      .selectExpr(s"${key(if (nullKeys) "IF(id = 13, NULL, id)" else "id")} AS k",
-        "id % 10 AS c", "id * 10 AS w")
-      .write.format(format).option("header", "true").save(s"$dir/dim")
-    withTempView("fact", "dim") {
-      def read(name: String) = spark.read.format(format).option("header", "true")
-        .option("inferSchema", "true").load(s"$dir/$name")
-      read("fact").createOrReplaceTempView("fact")
-      read("dim").createOrReplaceTempView("dim")
-      f
-    }
-  }
-
-  private def ruleDecisions(df: DataFrame): Seq[Decision] = decisionsOf(df).filter(_.rule == Rule)
-
-  private def fileScans(plan: SparkPlan): Seq[FileSourceScanExec] =
-    collectWithSubqueries(plan) { case s: FileSourceScanExec => s }
-
-  /** The scan of the table whose files live under `name`. */
-  private def scanOf(plan: SparkPlan, name: String): FileSourceScanExec = {
-    val found = fileScans(plan).filter(_.relation.location.rootPaths.exists(_.getName == name))
-    assert(found.size == 1, s"expected one scan of $name in\n$plan")
-    found.head
-  }
-
-  private def pushed(scan: FileSourceScanExec): String = scan.metadata("PushedFilters")
-
-  private def rowsRead(scan: FileSourceScanExec): Long = scan.metrics("numOutputRows").value
-
-  /** Runs `query` with the extension off and on: same rows; returns both executed plans. */
-  private def offAndOn(query: => DataFrame): (SparkPlan, SparkPlan) = {
-    checkSameAnswer(query)
-    (withExtension(on = false)(executedPlan(query)), withExtension(on = true)(executedPlan(query)))
-  }
-
-  private val starQuery =
-    "SELECT dim.c, count(*), sum(v), max(w) FROM fact JOIN dim ON fact.k = dim.k " +
-      "WHERE dim.c = 3 GROUP BY dim.c"
-
-  /** The keys 0 to 9: next to each other in the sorted fact table. */
-  private val rangeQuery =
-    "SELECT count(*), sum(v), max(w) FROM fact JOIN dim ON fact.k = dim.k WHERE dim.w < 100"
+class JoinKeyValuePushdownSuite extends MapJoinPruningSuiteBase {
 
   test("Parquet: the small side's keys become pushed filters that skip row groups") {
     withStar() {
@@ -102,6 +35,38 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
       assert(d.numbers.toMap.apply("values(fact.k)") == "10", d)
       assert(d.numbers.toMap.apply("smallSideRows") == "10", d)
     }
+  }
+
+  test("q55's join: the big side's scan gets the small side's values under it, the small side " +
+      "its rows (the rule's picture)") {
+    // date_dim: October to December 1999, 30 days each, from Friday 2451454; 2451484 is the
+    // first of November, a Monday. store_sales: sales on each of the 90 days, in order.
+    table("date_dim", spark.range(2451454, 2451544, 1, 1).selectExpr(
+      "CAST(id AS INT) AS d_date_sk", "1999 AS d_year",
+      "CAST(10 + (id - 2451454) DIV 30 AS INT) AS d_moy",
+      "CAST((id - 2451483) % 7 AS INT) AS d_dow"))
+    table("store_sales", spark.range(0, FactRows, 1, 1).selectExpr(
+      s"CAST(2451454 + id * 90 DIV $FactRows AS INT) AS ss_sold_date_sk", "id AS ss_net_paid"),
+      Map("parquet.block.size" -> "4096"))
+    val (sales, days) = (relationOf("store_sales"), relationOf("date_dim"))
+    val (sold, day) = (col(sales, "ss_sold_date_sk"), col(days, "d_date_sk"))
+    val november = col(days, "d_year") === 1999 && col(days, "d_moy") === 11
+    def join(small: LogicalPlan): LogicalPlan = sales.join(small, Inner, Some(sold === day))
+    def rowsOf(values: Seq[Int]): Seq[InternalRow] = {
+      val toRow = UnsafeProjection.create(Array[DataType](IntegerType))
+      values.map(v => toRow(InternalRow(v)).copy())
+    }
+    val rule = JoinKeyValuePushdown(spark)
+
+    val mondays = 2451484 to 2451512 by 7
+    comparePlans(rule(join(days.where(november && col(days, "d_dow") === 1).select(day))),
+      Filter(sold >= mondays.head && sold <= mondays.last && In(sold, mondays.map(Literal(_))),
+        sales).join(LocalRelation(Seq(day), rowsOf(mondays)), Inner, Some(sold === day)))
+    // Every day of November, every value of its range: the range alone.
+    val month = 2451484 to 2451513
+    comparePlans(rule(join(days.where(november).select(day))),
+      Filter(sold >= month.head && sold <= month.last, sales)
+        .join(LocalRelation(Seq(day), rowsOf(month)), Inner, Some(sold === day)))
   }
 
   test("Parquet: a set that is every value of its range is pushed as the range alone") {
@@ -242,17 +207,6 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
         assert(filesRead(scanOf(on, "fact")) == 4, keyType)
         assert(skippedFiles(sql(rangeQuery)).startsWith("none: each of the 4 files"), keyType)
       }
-    }
-  }
-
-  test("a file written again, or added, after its footer was read is read again") {
-    withStar() {
-      val scan = scanOf(withExtension(on = true)(executedPlan(sql(rangeQuery))), "fact")
-      val index = scan.relation.location.asInstanceOf[FooterPrunedFileIndex]
-      assert(index.listFiles(Nil, Nil).flatMap(_.files).size == 1)
-      val moved = index.copy(skipped = index.skipped.map { case (p, len, t) => (p, len, t + 1) })
-      assert(moved.listFiles(Nil, Nil).flatMap(_.files).size == 4)
-      assert(moved.sizeInBytes <= index.underlying.sizeInBytes)
     }
   }
 
@@ -400,7 +354,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
       spark.udf.register("slow", (x: Int) => { if (x == 3) Thread.sleep(3000); x })
       val q = "SELECT count(*) FROM fact JOIN (SELECT slow(k) AS k FROM dim WHERE c = 3) d " +
         "ON fact.k = d.k"
-      withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS.key -> "300") {
+      withConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT.key -> "300ms") {
         val Seq(d) = ruleDecisions(sql(q))
         assert(!d.fired && d.reason.contains("past the query's 300 ms"), d)
         checkSameAnswer(sql(q))
@@ -554,70 +508,6 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
     }
   }
 
-  /** Writes other files where `view`'s relation lists its files, then lists them again. */
-  private def replaceFiles(view: String)(write: String => Unit): Unit = {
-    val location = spark.table(view).queryExecution.analyzed.collectFirst {
-      case r: LogicalRelation => r.relation.asInstanceOf[HadoopFsRelation].location
-    }.get
-    write(location.rootPaths.head.toString)
-    location.refresh()
-  }
-
-  test("a later query reuses a small side's rows until the side's files change") {
-    withStar() {
-      def decision(): Decision = {
-        val Seq(d) = ruleDecisions(sql(starQuery))
-        assert(d.fired, d)
-        d
-      }
-      def evaluationMs(d: Decision): String = d.numbers.toMap.apply("evaluationMs")
-      assert(!evaluationMs(decision()).contains("cached"))
-      val again = decision()
-      assert(evaluationMs(again).startsWith("0 (cached;"), again)
-      sql(starQuery).collect()
-      assert(HiveJoinOpts.lastPlanningWorkJson(spark).contains("\"smallSideMs\": 0"),
-        HiveJoinOpts.lastPlanningWorkJson(spark))
-      val before = sql(starQuery).collect().toSeq
-
-      // The same relation, listed again over other files: other keys have c = 3.
-      replaceFiles("dim") { path =>
-        spark.range(0, 100).selectExpr("CAST((id + 5) % 100 AS INT) AS k", "id % 10 AS c",
-          "id * 10 AS w").write.mode("overwrite").parquet(path)
-      }
-      assert(!evaluationMs(decision()).contains("cached"))
-      checkSameAnswer(sql(starQuery))
-      assert(sql(starQuery).collect().toSeq != before)
-    }
-  }
-
-  test("a small side with a subquery is reused until the subquery's files change") {
-    val query = "SELECT count(*), sum(v) FROM fact JOIN (SELECT * FROM dim " +
-      "WHERE c = (SELECT max(c) FROM pick)) d ON fact.k = d.k"
-    withStar() {
-      withTempDir { dir =>
-        spark.range(0, 4).selectExpr("id AS c").write.parquet(s"$dir/pick")
-        withTempView("pick") {
-          spark.read.parquet(s"$dir/pick").createOrReplaceTempView("pick")
-          def evaluationMs(): String = {
-            val Seq(d) = ruleDecisions(sql(query))
-            assert(d.fired, d)
-            d.numbers.toMap.apply("evaluationMs")
-          }
-          assert(!evaluationMs().contains("cached"))
-          assert(evaluationMs().startsWith("0 (cached;"))
-          val before = sql(query).collect().toSeq
-
-          // The subquery's table gets other files: max(c) becomes 7.
-          replaceFiles("pick") { path =>
-            spark.range(4, 8).selectExpr("id AS c").write.mode("overwrite").parquet(path)
-          }
-          assert(!evaluationMs().contains("cached"))
-          checkSameAnswer(sql(query))
-          assert(sql(query).collect().toSeq != before)
-        }
-      }
-    }
-  }
 
   test("without adaptive execution, and inside a scalar subquery") {
     withStar() {
@@ -646,6 +536,7 @@ class JoinKeyValuePushdownSuite extends HiveJoinOptsQueryTest {
     Seq(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS.key -> "0",
       HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES.key -> "-1",
       HiveJoinOptsConf.MAP_JOIN_PRUNING_MAX_IN_VALUES.key -> "0",
+      HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT.key -> "soon",
       HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT_MS.key -> "soon").foreach {
       case (key, value) =>
         val e = intercept[IllegalArgumentException](sql(s"SET $key=$value"))

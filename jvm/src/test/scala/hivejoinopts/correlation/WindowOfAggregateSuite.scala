@@ -1,43 +1,13 @@
 package hivejoinopts.correlation
 
 import org.apache.spark.sql.catalyst.dsl.expressions._
-import org.apache.spark.sql.catalyst.dsl.plans._
-import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, EqualTo, Expression, IsNotNull, RowFrame, SpecifiedWindowFrame, UnboundedFollowing, UnboundedPreceding, WindowExpression, WindowSpecDefinition}
+import org.apache.spark.sql.catalyst.dsl.plans.DslLogicalPlan
+import org.apache.spark.sql.catalyst.expressions.{Alias, EqualTo, Expression, IsNotNull, RowFrame, SpecifiedWindowFrame, UnboundedFollowing, UnboundedPreceding, WindowExpression, WindowSpecDefinition}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Average, Complete}
-import org.apache.spark.sql.catalyst.plans.PlanTest
-import org.apache.spark.sql.catalyst.plans.logical.{Filter, LocalRelation, LogicalPlan, Project, Window}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, Project, Window}
 
-/**
- * The correlation rules' plan transformations on small hand-built plans, without a session: the
- * merge of two reads of one relation, and an aggregate joined with its own input turned into a
- * window over that input.
- */
-class CorrelationPlansSuite extends PlanTest {
-
-  private val t = LocalRelation($"k".int, $"v".int)
-
-  /** A second read of `t`: the same relation with ids of its own, as in a self-join. */
-  private def again(): LocalRelation = t.newInstance()
-
-  private def col(p: LogicalPlan, name: String): Attribute = p.output.find(_.name == name).get
-
-  test("two reads that filter differently merge into one read, each keeping its own filters") {
-    val a = Filter(col(t, "v") > 1, t)
-    val other = again()
-    val b = Filter(col(other, "v") < 5 && col(other, "k") === 3, other)
-    val m = PlanMerger.merge(a, b).get
-    comparePlans(m.plan, t)
-    assert(m.aFilters.map(_.canonicalized) == Seq((col(t, "v") > 1).canonicalized))
-    // b's filters over the merged read's columns.
-    assert(m.bFilters.map(_.canonicalized) ==
-      Seq(col(t, "v") < 5, col(t, "k") === 3).map(_.canonicalized))
-  }
-
-  test("reads of different relations, or non-deterministic ones, do not merge") {
-    val u = LocalRelation($"k".int, $"w".string)
-    assert(PlanMerger.merge(t, u).isEmpty)
-    assert(PlanMerger.merge(Filter(rand(1) > 0.5, t), again()).isEmpty)
-  }
+/** An aggregate side of a join replaced by a window over the rows it reads. */
+class WindowOfAggregateSuite extends CorrelationPlanTest {
 
   test("an aggregate joined to its input on the group key becomes a window over the input") {
     // SELECT ... FROM t JOIN (SELECT k, avg(v) AS av FROM t GROUP BY k) a ON t.k = a.k

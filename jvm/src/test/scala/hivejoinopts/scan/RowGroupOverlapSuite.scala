@@ -1,0 +1,67 @@
+package hivejoinopts.scan
+
+import org.apache.spark.sql.types.{DateType, IntegerType}
+
+import hivejoinopts.ParquetTables
+import hivejoinopts.scan.ParquetFileSkipping.Kept
+
+/** How much a Parquet table's row groups overlap on a column, and what footers say of its rows. */
+class RowGroupOverlapSuite extends ParquetTables {
+
+  override def beforeAll(): Unit = {
+    super.beforeAll()
+    // The keys 0 to 99 in 4 files: in order (0-24 in the first, 25-49 in the second...), and in
+    // no order; and a table of one row group.
+    keyTable("sorted", "id * 100 DIV 8000")
+    keyTable("shuffled", "id * 7919 % 100")
+    keyTable("one_group", "id", rows = 10, files = 1)
+  }
+
+  private def deadline: Long = System.nanoTime() + 60L * 1000 * 1000 * 1000
+
+  private def overlap(table: String, maxFiles: Int = 16): Option[RowGroupOverlap.Overlap] =
+    RowGroupOverlap.of(spark, fsRelationOf(table), "k", maxFiles, deadline)
+
+  private def share(table: String, kept: Kept, maxFiles: Int = 16): Option[Double] =
+    RowGroupOverlap.rowShareMayHold(spark, fsRelationOf(table), "k", IntegerType, kept, maxFiles,
+      deadline)
+
+  test("row groups of data in order overlap few others; of data in no order, nearly all") {
+    val sorted = overlap("sorted").getOrElse(fail("the footers told nothing"))
+    assert(sorted.files == 4 && sorted.rowGroups > 4, sorted)
+    assert(sorted.share < 0.2, sorted)
+    assert(overlap("shuffled").get.share > 0.9, overlap("shuffled"))
+  }
+
+  test("one row group tells nothing") {
+    assert(overlap("one_group").isEmpty)
+  }
+
+  test("the sample takes up to maxFiles files, spread over the listing") {
+    // The first and the third file: none of the second's keys.
+    assert(overlap("sorted", maxFiles = 2).get.files == 2)
+    assert(share("sorted", Kept.Between(25, 49), maxFiles = 2) == Some(0.0))
+  }
+
+  test("the share of rows in row groups whose statistics may hold a kept value") {
+    val tenth = share("sorted", Kept.Between(0, 9)).getOrElse(fail("the footers told nothing"))
+    assert(tenth >= 0.1 && tenth < 0.2, tenth)
+    assert(share("sorted", Kept.Between(0, 99)) == Some(1.0))
+    assert(share("sorted", Kept.OneOf(Seq(200))) == Some(0.0))
+    assert(share("shuffled", Kept.Between(0, 9)) == Some(1.0))
+    // Statistics that are not compared exactly with the column's values do not tell.
+    assert(RowGroupOverlap.rowShareMayHold(spark, fsRelationOf("sorted"), "k", DateType,
+      Kept.Between(0, 9), 16, deadline).isEmpty)
+  }
+
+  test("at least the rows less the NULLs the footers count, for tables of at most maxFiles files") {
+    def atLeast(notNull: Seq[String], maxFiles: Int = 16): Option[Long] =
+      RowGroupOverlap.rowsAtLeast(spark, fsRelationOf("sorted"), notNull, maxFiles, deadline)
+    assert(atLeast(Nil) == Some(8000))
+    // `n` is NULL on a fourth of the rows; `k` never.
+    assert(atLeast(Seq("n")) == Some(6000))
+    assert(atLeast(Seq("k", "n")) == Some(6000))
+    assert(atLeast(Seq("n"), maxFiles = 4) == Some(6000))
+    assert(atLeast(Seq("n"), maxFiles = 3).isEmpty)
+  }
+}
