@@ -92,15 +92,16 @@ case class PruneRepeatedInSubquery(session: SparkSession) extends HiveJoinOptsLo
 
   /**
    * The column, the two inputs and the conditions of `Project [c] (Filter* (Join Inner))`, the
-   * shape of `SELECT r.c FROM R JOIN S' ON ... [WHERE ...]`.
+   * shape of `SELECT r.c FROM R JOIN S' ON ... [WHERE ...]` and of `SELECT r.c FROM R, S' WHERE
+   * ...` (as the TPC-DS kit writes q95).
    */
   private def innerJoin(plan: LogicalPlan)
       : Option[(Attribute, LogicalPlan, LogicalPlan, Seq[Expression])] = {
     def below(p: LogicalPlan, conds: Seq[Expression])
         : Option[(LogicalPlan, LogicalPlan, Seq[Expression])] = p match {
       case Filter(cond, child) => below(child, conds ++ splitConjunctivePredicates(cond))
-      case Join(l, r, Inner, Some(cond), JoinHint.NONE) =>
-        Some((l, r, conds ++ splitConjunctivePredicates(cond)))
+      case Join(l, r, Inner, cond, JoinHint.NONE) =>
+        Some((l, r, conds ++ cond.toSeq.flatMap(splitConjunctivePredicates)))
       case _ => None
     }
     plan match {

@@ -42,6 +42,13 @@ class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
     assert(selfJoins(off) == 3 && selfJoins(on) == 1, s"$on\n$off")
   }
 
+  test("also where the second subquery joins with a comma and WHERE, as TPC-DS writes q95") {
+    val commas = q95.replace("FROM ret JOIN wh ON ret.ro = wh.o", "FROM ret, wh WHERE ret.ro = wh.o")
+    val df = spark.sql(commas)
+    assert(firedBy(Rule, df).nonEmpty, decisionsOf(df).mkString("\n"))
+    checkSameAnswer(spark.sql(commas))
+  }
+
   test("the second subquery's join with the rows the first reads goes (the rule's picture)") {
     val sales = LocalRelation($"o".int, $"amount".int)
     val ws = LocalRelation($"ws_o".int, $"wh".int)
