@@ -80,9 +80,11 @@ object HiveJoinOptsConf {
 
   val SKEW_JOIN_DETECTION_ENABLED: Flag[Boolean] = flag(Flag.boolean(
     PREFIX + "skewJoin.detection.enabled",
-    "Detect skewed keys by sampling the join key of inputs larger than " +
-      "skewJoin.detection.minInputBytes. Results are cached per table version.",
-    V010, default = true))
+    "Detect skewed keys while the query is planned, by sampling the join key of inputs larger " +
+      "than skewJoin.detection.minInputBytes (results cached per table version). Off by " +
+      "default: the run-time split finds heavy keys from the shuffle instead, without reading " +
+      "anything while planning.",
+    V010, default = false))
 
   val SKEW_JOIN_DETECTION_MIN_INPUT_BYTES: Flag[Long] = flag(Flag.bytes(
     PREFIX + "skewJoin.detection.minInputBytes",
@@ -179,6 +181,41 @@ object HiveJoinOptsConf {
       "group's rows are: the shuffle branch's aggregate reuses the join's shuffle instead of " +
       "shuffling the join's output again.",
     V010, default = true))
+
+  val SKEW_JOIN_RUNTIME_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "skewJoin.runtime.enabled",
+    "Split skewed joins while the query runs (rule SkewJoinRuntimeSplit): once a shuffled " +
+      "join's input stages have completed, each key whose partition would hold the stage back " +
+      "is joined in tasks of its own, a range of the map tasks that wrote it each, and the rest " +
+      "as planned; exact for inner, outer, semi and anti joins. Needs adaptive execution " +
+      "(spark.sql.adaptive.enabled).",
+    V020, default = true))
+
+  val SKEW_JOIN_RUNTIME_COUNT_KEYS_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "skewJoin.runtime.countKeys.enabled",
+    "Count the heaviest join keys of each shuffled join's inputs while their map tasks write " +
+      "them (rule CountShuffledJoinKeys, a sample of each task's rows), for the run-time split. " +
+      "When false, the run-time split has no keys to split.",
+    V020, default = true))
+
+  val SKEW_JOIN_RUNTIME_MIN_KEY_BYTES: Flag[Long] = flag(Flag.bytes(
+    PREFIX + "skewJoin.runtime.minKeyBytes",
+    "A key is split at run time only when its rows on one side of the join hold at least this " +
+      "many shuffle bytes (estimated from the counts): a lighter key is quick to join in one task.",
+    V020, default = "16m", _ >= 0, "Must be a size of zero or more."))
+
+  val SKEW_JOIN_RUNTIME_SKEW_FACTOR: Flag[Double] = flag(Flag.double(
+    PREFIX + "skewJoin.runtime.skewFactor",
+    "A key is split at run time only when its partition holds at least this many times both " +
+      "the stage's even share per task slot (skewJoin.taskSlots) and the median partition: " +
+      "then its task holds the stage back.",
+    V020, default = 2.0, f => f >= 1, "Must be 1 or more."))
+
+  val SKEW_JOIN_RUNTIME_MAX_TASKS: Flag[Int] = flag(Flag.int(
+    PREFIX + "skewJoin.runtime.maxTasks",
+    "At most this many tasks join the heavy keys of one join at run time; a split that needs " +
+      "more is not made.",
+    V020, default = 4096, _ > 0, "Must be a positive number of tasks."))
 
   // ---- map-join pruning ----
 

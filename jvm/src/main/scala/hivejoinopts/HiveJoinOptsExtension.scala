@@ -10,6 +10,7 @@ import hivejoinopts.compat.SparkShims
 import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, GroupByCastJoinKey, MergeSameKeyAggregates, PruneRepeatedInSubquery}
 import hivejoinopts.mapjoinpruning.JoinKeyValuePushdown
 import hivejoinopts.skew.{ResolveSkewHint, SkewHintNames, SkewJoinSplit}
+import hivejoinopts.skew.runtime.{CountShuffledJoinKeys, SkewJoinRuntimeSplit}
 
 /**
  * The value of `spark.sql.extensions`: `hivejoinopts.HiveJoinOptsExtension`. It injects the
@@ -98,7 +99,16 @@ object HiveJoinOptsExtension {
     // selection, so that the skewed-key branch is planned as a broadcast join. Last of the
     // Pre-CBO rules: it copies join inputs, so the rules above see each read once, and it
     // samples inputs that already carry the pushed join-key values.
-    ExtensionRule.preCBO("SkewJoinSplit", SkewJoinSplit(_))
+    ExtensionRule.preCBO("SkewJoinSplit", SkewJoinSplit(_)),
+    // Adaptive execution. After EnsureRequirements has placed a join's shuffles, and before
+    // their stages are made, the join's keys are counted below them, while their map tasks
+    // write. Once both stages have completed, the stage that reads them is split by key, as its
+    // plan is optimized, after Spark's coalescing of its partitions: no cost comparison of whole
+    // plans judges a split there, and what Spark's own skew handling already split is left.
+    ExtensionRule.atStart("the run-time skew split", "adaptive execution's rules") { ext =>
+      ext.injectQueryStagePrepRule(CountShuffledJoinKeys)
+      ext.injectQueryStageOptimizerRule(SkewJoinRuntimeSplit(_))
+    }
   )
 
   /** The optimizer rules that can join a session that is already running. */

@@ -11,6 +11,7 @@ import com.fasterxml.jackson.core.JsonFactory
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.QueryPlanningTracker
+import org.apache.spark.sql.execution.SQLExecution
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf
@@ -115,13 +116,24 @@ object DecisionLog {
   private val nextId = new AtomicLong(1)
   private val current = new ThreadLocal[QueryDecisions]
 
-  /** Binds the calling thread to the query Spark is planning, starting its record if new. */
-  def enter(session: SparkSession): Unit = QueryPlanningTracker.get.foreach { tracker =>
-    val cur = current.get()
-    if (cur == null || !cur.isFor(tracker) || !cur.belongsTo(session)) {
-      current.set(findOrStart(session, Some(tracker)))
+  /**
+   * Binds the calling thread to the query Spark is planning, starting its record if new. While
+   * a query runs (adaptive execution plans its stages then, without a tracker in scope), that is
+   * the query of the SQL execution the thread runs.
+   */
+  def enter(session: SparkSession): Unit =
+    QueryPlanningTracker.get.orElse(runningQuery(session)).foreach { tracker =>
+      val cur = current.get()
+      if (cur == null || !cur.isFor(tracker) || !cur.belongsTo(session)) {
+        current.set(findOrStart(session, Some(tracker)))
+      }
     }
-  }
+
+  private def runningQuery(session: SparkSession): Option[QueryPlanningTracker] =
+    Option(session.sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY))
+      .flatMap(id => scala.util.Try(id.toLong).toOption)
+      .flatMap(id => Option(SQLExecution.getQueryExecution(id)))
+      .map(_.tracker)
 
   /** Adds a decision to the query the calling thread is planning. */
   def record(session: SparkSession, decision: Decision): Unit = {

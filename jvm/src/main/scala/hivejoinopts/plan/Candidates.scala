@@ -1,9 +1,14 @@
 package hivejoinopts.plan
 
+import scala.util.Try
+
 import org.apache.spark.sql.catalyst.catalog.HiveTableRelation
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.plans.JoinType
 import org.apache.spark.sql.catalyst.plans.logical.{Join, LocalRelation, LogicalPlan, SubqueryAlias}
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+import org.apache.spark.sql.execution.joins.ShuffledJoin
 
 /** Short, readable names for the candidates a rule writes into the decision log. */
 object Candidates {
@@ -15,6 +20,21 @@ object Candidates {
     val on = j.condition.map(c => s" on ${abbreviate(c.sql)}").getOrElse("")
     s"${j.joinType.sql} join ${tables(j.left)} x ${tables(j.right)}$on"
   }
+
+  /**
+   * A physical join on its keys, for example `LEFT OUTER join on (k = k2)`, with `inputs` (the
+   * stages it reads, say) after the join type. An expression without SQL text (a physical
+   * subquery) is shown as Spark prints it.
+   */
+  def keysJoin(j: ShuffledJoin, inputs: String = ""): String = {
+    def text(e: Expression) = Try(e.sql).getOrElse(e.toString)
+    val on = j.leftKeys.zip(j.rightKeys).map { case (l, r) => s"${text(l)} = ${text(r)}" }
+    val of = if (inputs.isEmpty) "" else s" of $inputs"
+    s"${joinTypeName(j.joinType)} join$of on (${abbreviate(on.mkString(" AND "))})"
+  }
+
+  /** A join type's SQL name; an existence join, which has none, as Spark prints it. */
+  def joinTypeName(t: JoinType): String = Try(t.sql).getOrElse(t.toString)
 
   /** The tables under `plan`, joined by `+` when there are several. */
   def tables(plan: LogicalPlan): String = {

@@ -1,0 +1,83 @@
+package hivejoinopts.skew.runtime
+
+import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
+
+import hivejoinopts.plan.{JoinSide, JoinSides, LeftSide, RightSide}
+
+/**
+ * How a heavy key's rows are joined in tasks of their own, exact for the join type:
+ *  - [[SplitMode.Spread]]: the rows of the `split` side are spread over tasks (by the map tasks
+ *    that wrote them), each joined with all the other side's rows of the key, as `joinType`.
+ *  - [[SplitMode.Grid]]: both sides are spread, each piece of one joined with each of the other.
+ *  - [[SplitMode.LeftRowsOnly]]: a semi join keeps the left rows of the key, an anti join none:
+ *    the right side, heavy on the key, has rows of it.
+ *  - [[SplitMode.NullRows]]: the `split` side's rows with a NULL key, which match nothing, spread
+ *    and kept as the join type keeps its unmatched rows.
+ */
+private[runtime] sealed abstract class SplitMode(val name: String) {
+  override def toString: String = name
+}
+
+private[runtime] object SplitMode {
+
+  final case class Spread(split: JoinSide, joinType: JoinType)
+    extends SplitMode(s"${split} side spread")
+
+  final case class Grid(joinType: JoinType) extends SplitMode("both sides spread")
+
+  final case class LeftRowsOnly(joinType: JoinType)
+    extends SplitMode(if (joinType == LeftSemi) "left rows kept" else "left rows dropped")
+
+  final case class NullRows(split: JoinSide) extends SplitMode(s"NULL keys of the ${split} side")
+
+  /**
+   * The mode for a key heavy on `heavy` sides of a join of type `t`, or why none is exact.
+   * `equiOnly`: the join's condition is its keys alone, so a side with rows of the key has a
+   * match for every row the other side has of it. `rowsAreFixed`: the inputs are deterministic,
+   * so the rows the counts saw are the rows the join reads.
+   */
+  def of(
+      t: JoinType,
+      heavy: Set[JoinSide],
+      equiOnly: Boolean,
+      rowsAreFixed: Boolean): Either[String, SplitMode] = {
+    val sides = JoinSides(t)
+    // Where both sides have rows of the key and only keys are compared, every row matches.
+    val allMatch = equiOnly && rowsAreFixed
+    def spread(split: JoinSide): Either[String, SplitMode] = {
+      val copied = split.other
+      if (sides.mayCopy(copied)) Right(Spread(split, t))
+      else if (allMatch && sides.pairs && sides.preserved(copied)) {
+        // The copied side's rows of the key all match: it need not be kept unmatched.
+        Right(Spread(split, withoutPreserved(t, copied)))
+      } else if (allMatch && !sides.pairs && split == RightSide) {
+        Right(LeftRowsOnly(t))
+      } else Left(s"the ${copied} side's rows would be copied to each task, and a " +
+        s"${t.sql} join ${if (equiOnly) "keeps them when they match nothing" else
+          "with a condition besides its keys may leave them unmatched"}")
+    }
+    if (heavy.size == 2) {
+      if (allMatch && !sides.pairs) Right(LeftRowsOnly(t))
+      else if (sides.pairs && (sides.preserved.isEmpty || allMatch)) Right(Grid(Inner))
+      else Left(s"both sides are heavy on the key, and a ${t.sql} join " +
+        (if (equiOnly) "" else "with a condition besides its keys ") +
+        "must see all of one side's rows of it in one task")
+    } else spread(heavy.head)
+  }
+
+  /** `t` without keeping `side`'s unmatched rows. */
+  private def withoutPreserved(t: JoinType, side: JoinSide): JoinType = (t, side) match {
+    case (FullOuter, RightSide) => LeftOuter
+    case (FullOuter, LeftSide) => RightOuter
+    case (LeftOuter, LeftSide) | (RightOuter, RightSide) => Inner
+    case _ => t
+  }
+
+  /** Whether a NULL-key split of `side` is exact: the join keeps those rows unmatched. */
+  def nullRowsKept(t: JoinType, side: JoinSide): Boolean = JoinSides(t).preserved(side)
+
+  /** A semi join keeps the left rows of a key the right side has; an anti join drops them. */
+  def keepsLeftRows(t: JoinType): Boolean = t == LeftSemi
+
+  def isAnti(t: JoinType): Boolean = t == LeftAnti
+}

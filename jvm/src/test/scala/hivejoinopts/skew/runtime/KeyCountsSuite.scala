@@ -1,0 +1,61 @@
+package hivejoinopts.skew.runtime
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection}
+import org.apache.spark.sql.types.LongType
+
+/** What a map task's key counter keeps, and how the driver merges tasks' counts. */
+class KeyCountsSuite extends AnyFunSuite {
+
+  private val project = UnsafeProjection.create(Seq(BoundReference(0, LongType, nullable = true)))
+
+  /** Counts `keys` (None: a NULL key) as one task does, every row passing `sampled()` first. */
+  private def countTask(keys: Iterator[Option[Long]], capacity: Int = 8): KeyCounts = {
+    val counter = new TaskKeyCounter(capacity)
+    keys.foreach { k =>
+      if (counter.sampled()) counter.count(project(InternalRow(k.map(Long.box).orNull)))
+    }
+    counter.result
+  }
+
+  private def rowsOf(c: KeyCounts, key: Long): Long =
+    c.keys.collectFirst { case (r, n) if r.getLong(0) == key => n.rows }.getOrElse(0L)
+
+  test("every row of a small task counted; NULL keys apart") {
+    val c = countTask(Iterator.tabulate(1000)(i => if (i % 10 == 0) None else Some((i % 3).toLong)))
+    assert(c.rows == 1000 && c.nullRows == 100)
+    assert(rowsOf(c, 1) == (1 until 1000).count(i => i % 10 != 0 && i % 3 == 1))
+  }
+
+  test("past the counted rows a sample stands for the rows skipped: a heavy key's share holds") {
+    val n = 200000
+    val c = countTask(Iterator.tabulate(n)(i => Some(if (i % 4 == 0) 7L else i.toLong)))
+    assert(c.rows == n)
+    val share = c.share(rowsOf(c, 7))
+    assert(share > 0.2 && share < 0.3, share)
+    // Distinct light keys beyond the bound are dropped; the heavy key stays the heaviest.
+    assert(c.keys.size <= 8 && c.heaviest.head._1.getLong(0) == 7L)
+  }
+
+  test("merging tasks sums rows and tasks per key, keeping the heaviest") {
+    val a = countTask(Iterator.fill(100)(Some(1L)) ++ Iterator.fill(10)(Some(2L)))
+    val b = countTask(Iterator.fill(50)(Some(1L)) ++ Iterator.fill(60)(Some(3L)))
+    val merged = a.merge(b, capacity = 2)
+    assert(merged.rows == 220)
+    assert(merged.keys.size == 2 && rowsOf(merged, 1) == 150 && rowsOf(merged, 3) == 60)
+    assert(merged.keys.values.map(_.tasks).max == 2)
+  }
+
+  test("the accumulator merges what tasks add") {
+    val acc = new KeyCountsAccumulator(4)
+    assert(acc.isZero)
+    acc.add(countTask(Iterator.fill(5)(Some(1L))))
+    val other = acc.copy()
+    other.reset()
+    other.add(countTask(Iterator.fill(3)(Some(1L))))
+    acc.merge(other)
+    assert(acc.value.rows == 8 && rowsOf(acc.value, 1) == 8)
+  }
+}

@@ -1,0 +1,266 @@
+package hivejoinopts.skew.runtime
+
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.execution.{SparkPlan, UnionExec}
+import org.apache.spark.sql.execution.adaptive.ShuffleQueryStageExec
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
+import org.apache.spark.sql.execution.joins.ShuffledJoin
+import org.apache.spark.sql.internal.SQLConf
+
+import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf}
+import hivejoinopts.log.Decision
+import hivejoinopts.skew.SkewJoinTestBase
+
+/**
+ * The run-time split end to end: answers equal to Spark's for every join type, on small tables
+ * whose heavy key 7 many map tasks wrote, with thresholds lowered so that the split fires.
+ */
+class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
+
+  /** Small thresholds, 64 task slots, several map tasks per table; no planning-time split. */
+  private val runtimeConf: Seq[(String, String)] = Seq(
+    SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true",
+    SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
+    SQLConf.SHUFFLE_PARTITIONS.key -> "16",
+    SQLConf.FILES_MAX_PARTITION_BYTES.key -> "4096",
+    SQLConf.FILES_OPEN_COST_IN_BYTES.key -> "0",
+    HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "64",
+    HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key -> "false",
+    HiveJoinOptsConf.SKEW_JOIN_RUNTIME_ENABLED.key -> "true",
+    HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MIN_KEY_BYTES.key -> "0")
+
+  private def withRuntimeConf[T](extra: (String, String)*)(f: => T): T =
+    withConf(runtimeConf ++ extra: _*)(f)
+
+  override def beforeAll(): Unit = {
+    super.beforeAll()
+    createSkewedTables()
+    // `both`: key 7 heavy on this side too (200 of 400 rows), over 4 files.
+    spark.range(0, 400).selectExpr("CASE WHEN id % 2 = 0 THEN 7 ELSE id END AS k", "id AS u")
+      .repartition(4).createOrReplaceTempView("both_raw")
+    val dir = java.nio.file.Files.createTempDirectory("skew-both").toString
+    spark.table("both_raw").write.parquet(s"$dir/t")
+    spark.read.parquet(s"$dir/t").createOrReplaceTempView("both")
+    // `patchy`: key 7 in half of the rows, all in the first two of four files; the other two
+    // files hold distinct keys of key 7's partition (16 partitions), so that the map tasks that
+    // read them write to that partition, but no row of key 7.
+    val patchyDir = java.nio.file.Files.createTempDirectory("skew-patchy").toString
+    spark.range(0, 4000).selectExpr("id AS v", "CASE WHEN id < 2000 THEN 7 END AS k7")
+      .createOrReplaceTempView("patchy_heavy")
+    spark.range(8, 200000).where("pmod(hash(id), 16) = pmod(hash(7L), 16)").limit(2000)
+      .selectExpr("id AS k").createOrReplaceTempView("patchy_rest")
+    sql("SELECT coalesce(h.k7, r.k) AS k, h.v FROM patchy_heavy h LEFT JOIN " +
+      "(SELECT k, row_number() OVER (ORDER BY k) + 1999 AS v FROM patchy_rest) r ON h.v = r.v")
+      .repartitionByRange(4, org.apache.spark.sql.functions.col("v"))
+      .write.parquet(s"$patchyDir/t")
+    spark.read.parquet(s"$patchyDir/t").createOrReplaceTempView("patchy")
+    // `even`: no key heavier than another.
+    val evenDir = java.nio.file.Files.createTempDirectory("skew-even").toString
+    spark.range(0, 3000).selectExpr("id % 500 AS k", "id AS v").repartition(3)
+      .write.parquet(s"$evenDir/t")
+    spark.read.parquet(s"$evenDir/t").createOrReplaceTempView("even")
+  }
+
+  /** The run-time split's decisions, taken while `df` ran. */
+  private def runtimeDecisions(df: DataFrame): Seq[Decision] =
+    HiveJoinOpts.explain(df, execute = true).decisions.filter(_.rule == "SkewJoinRuntimeSplit")
+
+  private def splitFired(df: DataFrame): Seq[Decision] = runtimeDecisions(df).filter(_.fired)
+
+  private def number(d: Decision, key: String): String =
+    d.numbers.toMap.getOrElse(key, fail(s"no $key in $d"))
+
+  private def unions(plan: SparkPlan): Seq[UnionExec] = collect(plan) { case u: UnionExec => u }
+
+  /** Both orders of each join type, the heavy table on either side. */
+  private val joins: Seq[(String, String)] = Seq(
+    "INNER" -> "big.k = small.k",
+    "LEFT OUTER" -> "big.k = small.k",
+    "RIGHT OUTER" -> "big.k = small.k",
+    "FULL OUTER" -> "big.k = small.k")
+
+  for ((joinType, on) <- joins; bigFirst <- Seq(true, false)) {
+    val (a, b) = if (bigFirst) ("big", "small") else ("small", "big")
+    test(s"$a $joinType JOIN $b: same rows, the heavy key split at run time") {
+      withRuntimeConf() {
+        val q = s"SELECT big.k, big.v, small.k AS sk, small.w FROM $a $joinType JOIN $b ON $on"
+        checkSameAnswer(sql(q))
+        val split = splitFired(sql(q))
+        assert(split.size == 1, runtimeDecisions(sql(q)).mkString("\n"))
+        assert(number(split.head, "keys").startsWith("7L "), split.head.numbers)
+        assert(unions(executedPlan(sql(q))).size == 1)
+      }
+    }
+  }
+
+  for (joinType <- Seq("LEFT SEMI", "LEFT ANTI"); bigFirst <- Seq(true, false)) {
+    val (a, b) = if (bigFirst) ("big", "small") else ("small", "big")
+    test(s"$a $joinType JOIN $b: same rows, the heavy key split at run time") {
+      withRuntimeConf() {
+        val q = s"SELECT * FROM $a $joinType JOIN $b ON $a.k = $b.k"
+        checkSameAnswer(sql(q))
+        assert(splitFired(sql(q)).size == 1, runtimeDecisions(sql(q)).mkString("\n"))
+      }
+    }
+  }
+
+  test("a heavy key some map tasks did not write: pieces without it add no unmatched rows") {
+    withRuntimeConf() {
+      for (joinType <- Seq("LEFT OUTER", "FULL OUTER", "LEFT SEMI", "LEFT ANTI")) {
+        val q = s"SELECT small.k, small.w FROM small $joinType JOIN patchy ON small.k = patchy.k"
+          .replace("SELECT small.k, small.w", if (joinType.startsWith("LEFT S") ||
+            joinType.startsWith("LEFT A")) "SELECT small.k, small.w" else
+            "SELECT small.k, small.w, patchy.v")
+        checkSameAnswer(sql(q))
+        assert(splitFired(sql(q)).size == 1, s"$joinType: ${runtimeDecisions(sql(q))}")
+      }
+    }
+  }
+
+  test("a join condition besides the keys: outer joins keep the copied side whole, same rows") {
+    withRuntimeConf() {
+      for (joinType <- Seq("INNER", "LEFT OUTER", "RIGHT OUTER", "FULL OUTER")) {
+        checkSameAnswer(sql(s"SELECT big.k, big.v, small.w FROM small $joinType JOIN big " +
+          "ON big.k = small.k AND big.v % 3 = small.w % 3"))
+      }
+    }
+  }
+
+  test("two-column keys: same rows, the heavy pair split") {
+    withRuntimeConf() {
+      val q = "SELECT big.k, big.k2, big.v, small.w FROM big LEFT OUTER JOIN small " +
+        "ON big.k = small.k AND big.k2 = small.k2"
+      checkSameAnswer(sql(q))
+      val split = splitFired(sql(q))
+      assert(split.size == 1)
+      assert(number(split.head, "keys").startsWith("(7L, "), split.head.numbers)
+    }
+  }
+
+  test("both sides heavy on the key: each piece of one joined with each of the other") {
+    withRuntimeConf() {
+      for (joinType <- Seq("INNER", "LEFT OUTER", "FULL OUTER", "LEFT SEMI", "LEFT ANTI")) {
+        val cols = if (joinType.startsWith("LEFT S") || joinType.startsWith("LEFT A")) {
+          "count(*), sum(big.v)"
+        } else "count(*), sum(big.v), sum(both.u)"
+        val q = s"SELECT $cols FROM big $joinType JOIN both ON big.k = both.k"
+        checkSameAnswer(sql(q))
+        val split = splitFired(sql(q))
+        assert(split.size == 1, s"$joinType: ${runtimeDecisions(sql(q)).mkString("\n")}")
+      }
+    }
+  }
+
+  test("the preserved side's NULL keys spread: same rows") {
+    withRuntimeConf() {
+      // Without key 7, the NULL keys (300 of big's rows, one partition) are what holds back.
+      val q = "SELECT b.k, b.v, small.w FROM (SELECT * FROM big WHERE k IS NULL OR k <> 7) b " +
+        "LEFT OUTER JOIN small ON b.k = small.k"
+      checkSameAnswer(sql(q))
+      val split = splitFired(sql(q))
+      assert(split.size == 1, runtimeDecisions(sql(q)).mkString("\n"))
+      assert(number(split.head, "nullKeysSplit") == "left", split.head.numbers)
+    }
+  }
+
+  test("a GROUP BY on the key above the join keeps its partitioning: no shuffle of the rest") {
+    withRuntimeConf() {
+      val q = "SELECT big.k, count(*), sum(small.w) FROM big LEFT OUTER JOIN small " +
+        "ON big.k = small.k GROUP BY big.k"
+      checkSameAnswer(sql(q))
+      val df = sql(q)
+      val plan = executedPlan(df)
+      val union = unions(plan)
+      assert(union.size == 1, plan.treeString + runtimeDecisions(sql(q)).mkString("\n"))
+      val rest = union.head.children.head
+      // The rest's aggregate reads the join directly: only the input stages are shuffled (the
+      // exchanges inside them are not the plan's own nodes).
+      assert(rest.collect { case e: ShuffleExchangeExec => e }.isEmpty, rest.treeString)
+      val tasks = number(splitFired(sql(q)).head, "splitTasks").toInt
+      val branchShuffles = union.head.children.tail.flatMap(c =>
+        c.collect { case e: ShuffleExchangeExec => e })
+      assert(branchShuffles.nonEmpty, union.head.treeString)
+      assert(branchShuffles.forall(_.outputPartitioning.numPartitions <= tasks))
+    }
+  }
+
+  test("a further join on the key above the split: same rows") {
+    withRuntimeConf() {
+      checkSameAnswer(sql("SELECT big.k, big.v, small.w, s2.w AS w2 FROM big " +
+        "JOIN small ON big.k = small.k JOIN small s2 ON big.k = s2.k"))
+    }
+  }
+
+  test("over 2,000 shuffle partitions, where map statuses hide the heavy partition") {
+    withRuntimeConf(SQLConf.SHUFFLE_PARTITIONS.key -> "2100") {
+      val q = "SELECT big.k, big.v, small.w FROM big FULL OUTER JOIN small ON big.k = small.k"
+      checkSameAnswer(sql(q))
+      assert(splitFired(sql(q)).size == 1, runtimeDecisions(sql(q)).mkString("\n"))
+    }
+  }
+
+  test("no heavy key: the rule says why, and the plan is Spark's but for the key counts") {
+    withRuntimeConf() {
+      val q = "SELECT even.k, even.v, small.w FROM even JOIN small ON even.k = small.k"
+      checkSameAnswer(sql(q))
+      val decisions = runtimeDecisions(sql(q))
+      assert(decisions.nonEmpty && decisions.forall(!_.fired), decisions)
+      assert(decisions.head.reason.startsWith("no key holds the stage back"), decisions)
+      // The operators in order, ids and tree indentation aside, without the key counts.
+      def shape(on: Boolean): Seq[String] = withConf(
+          HiveJoinOptsConf.SKEW_JOIN_RUNTIME_ENABLED.key -> on.toString) {
+        executedPlan(sql(q)).treeString.split("\n").toSeq
+          .map(_.replaceAll("^[\\s:+\\-]*", "").replaceAll("#\\d+", "#").replaceAll("id=\\d+", "id="))
+          .filterNot(_.startsWith("KeyCount"))
+      }
+      assert(shape(on = true) == shape(on = false))
+    }
+  }
+
+  test("stays away: keys not counted, a light key, a cluster of 2 slots") {
+    val q = "SELECT big.k, big.v, small.w FROM big JOIN small ON big.k = small.k"
+    withRuntimeConf(HiveJoinOptsConf.SKEW_JOIN_RUNTIME_COUNT_KEYS_ENABLED.key -> "false") {
+      checkSameAnswer(sql(q))
+      assert(runtimeDecisions(sql(q)).forall(!_.fired))
+    }
+    withRuntimeConf(HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MIN_KEY_BYTES.key -> "1g") {
+      val d = runtimeDecisions(sql(q))
+      assert(d.nonEmpty && d.forall(!_.fired) && d.head.reason.contains("minKeyBytes"), d)
+    }
+    withRuntimeConf(HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "2",
+        HiveJoinOptsConf.SKEW_JOIN_RUNTIME_SKEW_FACTOR.key -> "4") {
+      assert(runtimeDecisions(sql(q)).forall(!_.fired))
+    }
+  }
+
+  test("a hinted key spread over the files is left to the run-time split, which splits it") {
+    withRuntimeConf() {
+      val q = "SELECT /*+ SKEW('big', 'k', 7) */ big.k, big.v, small.w FROM big " +
+        "LEFT OUTER JOIN small ON big.k = small.k"
+      checkSameAnswer(sql(q))
+      val planning = decisionsOf(sql(q)).filter(_.rule == "SkewJoinSplit")
+      assert(planning.size == 1 && !planning.head.fired &&
+        planning.head.reason.startsWith("left to the run-time split"), planning)
+      assert(splitFired(sql(q)).size == 1)
+    }
+    // With adaptive execution off, the planning-time split acts, and its decision says why.
+    withRuntimeConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
+      val q = "SELECT /*+ SKEW('big', 'k', 7) */ big.k, big.v, small.w FROM big " +
+        "LEFT OUTER JOIN small ON big.k = small.k"
+      checkSameAnswer(sql(q))
+      val planning = decisionsOf(sql(q)).filter(_.rule == "SkewJoinSplit")
+      assert(planning.size == 1 && planning.head.fired, planning)
+      assert(number(planning.head, "runTimeSplit").startsWith("off"), planning)
+    }
+  }
+
+  test("the split's joins are not split again, and Spark's own skew split is left alone") {
+    withRuntimeConf() {
+      val plan = executedPlan(sql("SELECT big.k, small.w FROM big JOIN small ON big.k = small.k"))
+      val joins = collect(plan) { case j: ShuffledJoin => j }
+      assert(joins.count(_.isSkewJoin) >= 1 && joins.count(!_.isSkewJoin) == 1,
+        plan.treeString + HiveJoinOpts.lastDecisions(spark).mkString("\n"))
+      assert(collect(plan) { case s: ShuffleQueryStageExec => s }.nonEmpty)
+    }
+  }
+}

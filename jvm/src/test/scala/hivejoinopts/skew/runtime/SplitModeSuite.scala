@@ -1,0 +1,64 @@
+package hivejoinopts.skew.runtime
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
+
+import hivejoinopts.plan.{JoinSide, LeftSide, RightSide}
+
+/**
+ * Which split is exact for a heavy key, by join type and heavy sides: the table the run-time
+ * split relies on for its answers.
+ */
+class SplitModeSuite extends AnyFunSuite {
+
+  import SplitMode._
+
+  private val L: Set[JoinSide] = Set(LeftSide)
+  private val R: Set[JoinSide] = Set(RightSide)
+  private val Both: Set[JoinSide] = Set(LeftSide, RightSide)
+
+  // join type, heavy sides, only keys compared -> the mode, or None where none is exact
+  private val table: Seq[(JoinType, Set[JoinSide], Boolean, Option[SplitMode])] = Seq(
+    (Inner, L, true, Some(Spread(LeftSide, Inner))),
+    (Inner, R, false, Some(Spread(RightSide, Inner))),
+    (LeftOuter, L, false, Some(Spread(LeftSide, LeftOuter))),
+    // The preserved left side is copied: its rows of the key all match, an inner join is exact.
+    (LeftOuter, R, true, Some(Spread(RightSide, Inner))),
+    (LeftOuter, R, false, None),
+    (RightOuter, R, false, Some(Spread(RightSide, RightOuter))),
+    (RightOuter, L, true, Some(Spread(LeftSide, Inner))),
+    (FullOuter, L, true, Some(Spread(LeftSide, LeftOuter))),
+    (FullOuter, R, true, Some(Spread(RightSide, RightOuter))),
+    (FullOuter, L, false, None),
+    (LeftSemi, L, false, Some(Spread(LeftSide, LeftSemi))),
+    (LeftAnti, L, false, Some(Spread(LeftSide, LeftAnti))),
+    // The right side holds the key: a semi join keeps the left rows, an anti join drops them.
+    (LeftSemi, R, true, Some(LeftRowsOnly(LeftSemi))),
+    (LeftAnti, R, true, Some(LeftRowsOnly(LeftAnti))),
+    (LeftAnti, R, false, None),
+    (Inner, Both, false, Some(Grid(Inner))),
+    (FullOuter, Both, true, Some(Grid(Inner))),
+    (FullOuter, Both, false, None),
+    (LeftSemi, Both, true, Some(LeftRowsOnly(LeftSemi))))
+
+  for ((t, heavy, equiOnly, expected) <- table) {
+    test(s"${t.sql}, heavy on ${heavy.mkString(" and ")}, ${if (equiOnly) "keys only" else
+        "a condition besides the keys"}: ${expected.getOrElse("no exact split")}") {
+      assert(SplitMode.of(t, heavy, equiOnly, rowsAreFixed = true).toOption == expected)
+    }
+  }
+
+  test("inputs that are not deterministic: no split relies on every row of the key matching") {
+    assert(SplitMode.of(LeftOuter, R, equiOnly = true, rowsAreFixed = false).isLeft)
+    assert(SplitMode.of(LeftSemi, R, equiOnly = true, rowsAreFixed = false).isLeft)
+    assert(SplitMode.of(Inner, L, equiOnly = true, rowsAreFixed = false).isRight)
+  }
+
+  test("NULL keys are split only on a side the join keeps unmatched") {
+    assert(nullRowsKept(LeftOuter, LeftSide) && !nullRowsKept(LeftOuter, RightSide))
+    assert(nullRowsKept(FullOuter, LeftSide) && nullRowsKept(FullOuter, RightSide))
+    assert(!nullRowsKept(Inner, LeftSide) && !nullRowsKept(LeftSemi, LeftSide))
+    assert(nullRowsKept(LeftAnti, LeftSide))
+  }
+}

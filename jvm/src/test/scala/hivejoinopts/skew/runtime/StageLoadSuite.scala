@@ -1,0 +1,26 @@
+package hivejoinopts.skew.runtime
+
+import org.scalatest.funsuite.AnyFunSuite
+
+/** Which partitions hold a stage back on its task slots. */
+class StageLoadSuite extends AnyFunSuite {
+
+  test("a partition over the factor times both the even share and the median holds back") {
+    val bytes = IndexedSeq.fill(63)(10L) :+ 1000L
+    val load = StageLoad(64, bytes, slots = 64, skewFactor = 2.0)
+    assert(load.holdsBack(63) && !load.holdsBack(0))
+  }
+
+  test("on 2 slots the even share is half the stage: a few heavy percent do not hold back") {
+    val bytes = IndexedSeq.fill(63)(10L) :+ 100L
+    assert(StageLoad(64, bytes, slots = 64, skewFactor = 2.0).holdsBack(63))
+    assert(!StageLoad(64, bytes, slots = 2, skewFactor = 2.0).holdsBack(63))
+  }
+
+  test("a key's own estimate counts where map statuses average the partition's blocks") {
+    val bytes = IndexedSeq.fill(64)(10L)
+    val load = StageLoad(64, bytes, slots = 64, skewFactor = 2.0)
+    assert(!load.holdsBack(5))
+    assert(load.holdsBack(5, keyBytes = 500.0))
+  }
+}
