@@ -16,6 +16,7 @@ import hivejoinopts.rules.Attempt.{decline, declineIf}
 import hivejoinopts.skew.follow.{AggregateInBranches, FollowJoin, SubqueryJoins}
 import hivejoinopts.skew.form.{BroadcastFit, ChosenForm, FormChoice, SplitForm, SplitPayoff}
 import hivejoinopts.skew.keys.{Found, Input, SkewFinder, SkewSource, SkewedKeys}
+import hivejoinopts.skew.runtime.SkewJoinRuntimeSplit
 import hivejoinopts.skew.split.{BranchFiles, Plans, SaltedForm, UnionForm}
 
 /**
@@ -49,7 +50,9 @@ import hivejoinopts.skew.split.{BranchFiles, Plans, SaltedForm, UnionForm}
  * keys, is not inner/outer/semi/anti, or has a non-deterministic condition; Spark broadcasts a
  * side whole anyway (by hint or by size, unless a shuffle join hint such as MERGE rules the
  * broadcast out, as in Spark's join selection); no skewed key is found; sizes are unknown and
- * there is no hint; the other side's rows for the skewed keys are estimated above
+ * there is no hint; adaptive execution is on and the keys' rows are not clustered in files of
+ * their own (the run-time split, [[runtime.SkewJoinRuntimeSplit]], spreads them for less); the
+ * other side's rows for the skewed keys are estimated above
  * `skewJoin.maxBroadcastBytes` (keys skewed on both sides); or no form is exact for the join
  * type and inputs.
  */
@@ -103,7 +106,7 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
       val found: Map[JoinSide, Found] =
         Map(LeftSide -> finder.find(c.left), RightSide -> finder.find(c.right))
       val bypass = finder.nullBypassSides(c.join.joinType, c.pairs, found)
-      val sampled = c.copy(numbers = c.numbers ++ sampleNumbers(found))
+      val sampled = c.copy(numbers = c.numbers ++ sampleNumbers(found) ++ runTimeNote)
       SkewFinder.chooseBigSide(found) match {
         case Some(big) => splitOn(sampled, big, found(big), bypass)
         case None => bypassNullKeys(sampled, found, bypass)
@@ -168,6 +171,9 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
       // Sizes as the sample found them: a filter Spark counts as keeping every row shrinks the
       // skew, and the shuffle the split saves, but not what its second reads scan.
       b = found.sample.fold(input)(forms.measured(input, _, skew))
+      _ <- leftToRunTime(b, skew).map(why => decline(why, c.numbers ++ Seq(
+        "source" -> skew.source, "keys" -> skew.describe(keyTypes(b, skew))): _*))
+        .getOrElse(Right(()))
       chosen <- forms.choose(c.join, b, o, skew).left.map(Declined(_, c.numbers))
       _ <- declineIf(chosen.form == SplitForm.Union &&
           !JoinSides(c.join.joinType).mayCopy(b.side.other) && c.others.nonEmpty)(
@@ -216,9 +222,34 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
       d.payoff.toSeq.flatMap(_.numbers) ++ d.skew.numbers
   }
 
+  /**
+   * Why the run-time split, not this one, is to split `skew` of `b`: the keys' rows lie spread
+   * over the big side's files, so this split would read nearly all of it twice, while the
+   * run-time split finds them in the shuffle and spreads them by map task. None where this
+   * split wins or is the only one: the Parquet footers show the keys' rows clustered in files
+   * of their own, or adaptive execution is off.
+   */
+  private def leftToRunTime(b: Input, skew: SkewedKeys): Option[String] =
+    if (!SkewJoinRuntimeSplit.active(conf)) None
+    else forms.rereadShare(b, skew) match {
+      case Some(share) if share <= ClusteredShare => None
+      case share =>
+        val where = share.map(s => f"the row groups that may hold them are ${s * 100}%.0f%% of " +
+          s"the ${b.side} side's rows").getOrElse("the footers do not show where they are")
+        Some(s"left to the run-time split (SkewJoinRuntimeSplit): the keys from ${skew.source} " +
+          s"are not clustered in files of their own ($where), so the shuffle finds their rows " +
+          "and the run-time split spreads them by map task")
+    }
+
   private def keyTypes(b: Input, keys: SkewedKeys) = keys.keyIndexes.map(b.keys(_).dataType)
 
   /** What sampling each side cost, for the decision log: sampleMs(left), sampledRows(left), ... */
+  /** Where adaptive execution is off, the run-time split cannot act: the log says so. */
+  private def runTimeNote: Seq[(String, Any)] =
+    if (SKEW_JOIN_RUNTIME_ENABLED(conf) && !conf.adaptiveExecutionEnabled) {
+      Seq("runTimeSplit" -> "off: spark.sql.adaptive.enabled is false, only this split can act")
+    } else Nil
+
   private def sampleNumbers(found: Map[JoinSide, Found]): Seq[(String, Any)] =
     JoinSide.both.flatMap { side =>
       found(side).sample.toSeq.flatMap(_.numbers.map { case (k, v) => s"$k($side)" -> v })
@@ -233,6 +264,12 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
 }
 
 object SkewJoinSplit {
+
+  /**
+   * The planning-time form splits declared or sampled keys where the row groups that may hold
+   * them are at most this share of the big side: it then reads little of it twice.
+   */
+  private val ClusteredShare = 0.75
 
   private val Supported: Set[JoinType] =
     Set(Inner, LeftOuter, RightOuter, FullOuter, LeftSemi, LeftAnti)

@@ -147,6 +147,9 @@ class PruneRepeatedInSubquerySuite extends CorrelationSuiteBase {
     val sql = q95.replace("sales", "skewed_sales").replace("ret", "skewed_ret")
     withConf(
         "spark.sql.autoBroadcastJoinThreshold" -> "-1",
+        // The planning-time split with its sampling, as it rewrites the subqueries' joins.
+        HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key -> "true",
+        HiveJoinOptsConf.SKEW_JOIN_RUNTIME_ENABLED.key -> "false",
         HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_INPUT_BYTES.key -> "0",
         HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_ROWS.key -> "5",
         HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_FRACTION.key -> "0.1",

@@ -17,12 +17,15 @@ import hivejoinopts.skew.split.SaltedForm
 trait SkewJoinTestBase extends HiveJoinOptsQueryTest {
 
   /**
-   * Thresholds lowered so that the rule works on test-sized data, no whole-side broadcast, and
-   * stages planned for a cluster's 64 task slots, where a heavy key holds a stage back.
+   * Thresholds lowered so that the planning-time rule works on test-sized data (its key
+   * detection on, the run-time split off), no whole-side broadcast, and stages planned for a cluster's 64 task slots,
+   * where a heavy key holds a stage back.
    */
   protected val skewConf: Seq[(String, String)] = Seq(
     SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
     HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "64",
+    HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key -> "true",
+    HiveJoinOptsConf.SKEW_JOIN_RUNTIME_ENABLED.key -> "false",
     HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_INPUT_BYTES.key -> "0",
     HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_ROWS.key -> "10",
     HiveJoinOptsConf.SKEW_JOIN_DETECTION_MIN_KEY_FRACTION.key -> "0.1")

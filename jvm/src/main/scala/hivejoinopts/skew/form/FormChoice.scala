@@ -98,7 +98,7 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
    * filter skips the row groups that cannot hold a skewed key. None (read it all) for other
    * inputs, keys of several columns, or footers that do not tell.
    */
-  private def rereadShare(b: Input, skew: SkewedKeys): Option[Double] = skew.keyIndexes match {
+  def rereadShare(b: Input, skew: SkewedKeys): Option[Double] = skew.keyIndexes match {
     case Seq(i) =>
       KeyColumn.of(b.plan, b.keys(i)) match {
         case Some((FileRelation(fs), a))
