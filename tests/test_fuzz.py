@@ -27,6 +27,17 @@ def test_fuzzed_queries_return_the_same_rows(spark, tmp_path, request):
     assert report.empty <= report.statuses["same"] // 2, report.summary()
 
 
+def test_fuzzed_queries_with_the_runtime_split_forced(spark, tmp_path, request):
+    """The run-time skew split fires wherever a key is heavier than a slot's share, at run
+    time, on the fuzzer's shapes: every answer must stay Spark's."""
+    queries = max(request.config.getoption("--fuzz-queries") // 5, 20)
+    seed = request.config.getoption("--fuzz-seed")
+    report = fuzz(spark, queries, seed + 1, tmp_path, profile="runtime-split")
+    print(report.summary())
+    assert not report.failures, report.summary()
+    assert report.fired["SkewJoinRuntimeSplit"] >= queries // 10, report.summary()
+
+
 # Queries the fuzzer once found wrong (seed, query number), each kept as a regression test.
 REGRESSIONS = [
     # A merged outer join of two aggregates, joined on the NULL-padded side's key, split for skew:

@@ -92,7 +92,8 @@ def _cmd_fuzz(args) -> int:
 
     spark = local_session("hive-join-opts fuzz")
     with tempfile.TemporaryDirectory(prefix="hive-join-opts-fuzz-") as folder:
-        report = fuzz(spark, args.queries, args.seed, Path(folder), only=args.only)
+        report = fuzz(spark, args.queries, args.seed, Path(folder), only=args.only,
+                      profile=args.profile)
     print(report.summary())
     if args.out:
         Path(args.out).write_text(report.to_json())
@@ -116,6 +117,8 @@ def _cmd_flags(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .fuzz.runner import PROFILES
+
     parser = argparse.ArgumentParser(
         prog="hive-join-opts",
         description="Hive's join optimizations for Spark SQL: tools around the extension JAR.",
@@ -161,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1, help="the run's seed (default 1)")
     p.add_argument("--only", type=int, metavar="N",
                    help="run only query number N of the seed (what a failure says to reproduce)")
+    p.add_argument("--profile", default="default", choices=sorted(PROFILES),
+                   help="settings forced on every query: runtime-split makes the run-time skew "
+                        "split fire wherever a key is heavier than a slot's share")
     p.add_argument("--out", metavar="FILE", help="also write the report as JSON")
     p.set_defaults(run=_cmd_fuzz)
 

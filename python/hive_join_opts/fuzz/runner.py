@@ -29,6 +29,7 @@ PREFIX = "spark.sql.hiveJoinOpts."
 FIXED_SETTINGS = {
     PREFIX + "strict": "true",
     "spark.sql.planChangeValidation": "true",
+    PREFIX + "skewJoin.detection.enabled": "true",
     PREFIX + "skewJoin.detection.minInputBytes": "0",
     PREFIX + "skewJoin.detection.minKeyRows": "5",
     PREFIX + "skewJoin.taskSlots": "64",
@@ -46,10 +47,29 @@ def draw_settings(rnd: random.Random) -> dict[str, str]:
         # Without constraint propagation Spark infers no IS NOT NULL filters from join keys.
         "spark.sql.constraintPropagation.enabled": rnd.choice(["true"] * 4 + ["false"]),
         PREFIX + "skewJoin.form": rnd.choice(["auto", "union", "salted"]),
+        # 0: the run-time split takes every key over its even share of a 64-slot stage.
+        PREFIX + "skewJoin.runtime.minKeyBytes": rnd.choice(["0", "16m"]),
         PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap": rnd.choice(["0.5", "1"]),
         # 0 checks nothing; 10 counts the coarser key in a sample of a plain input.
         PREFIX + "correlation.coarsenJoinShuffle.minDistinctKeys": rnd.choice(["0", "0", "10"]),
     }
+
+
+# Settings a profile forces on every query, over the drawn ones.
+PROFILES: dict[str, dict[str, str]] = {
+    "default": {},
+    # The run-time skew split wherever a key is heavier than a slot's even share: adaptive
+    # execution on, small scan splits so that several map tasks write each key, and no
+    # planning-time split to take the keys first.
+    "runtime-split": {
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.files.maxPartitionBytes": "4096",
+        "spark.sql.files.openCostInBytes": "0",
+        PREFIX + "skewJoin.detection.enabled": "false",
+        PREFIX + "skewJoin.runtime.minKeyBytes": "0",
+        PREFIX + "skewJoin.runtime.skewFactor": "1",
+    },
+}
 
 
 @dataclass
@@ -188,11 +208,17 @@ def fuzz(
     queries_per_world: int = 40,
     only: int | None = None,
     progress: Callable[[str], None] | None = None,
+    profile: str = "default",
 ) -> Report:
     """Runs `queries` fuzzed queries from `seed` (or only query number `only`), on new tables
-    every `queries_per_world` queries, and restores the session's settings afterwards."""
+    every `queries_per_world` queries, with the settings `profile` forces, and restores the
+    session's settings afterwards."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown fuzz profile {profile!r}; known: {', '.join(PROFILES)}")
+    forced = PROFILES[profile]
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
-    touched = list(FIXED_SETTINGS) + list(draw_settings(random.Random(0))) + [PREFIX + "enabled"]
+    touched = (list(FIXED_SETTINGS) + list(draw_settings(random.Random(0))) + list(forced)
+               + [PREFIX + "enabled"])
     saved = {k: spark.conf.get(k, None) for k in touched}
     rules = expected_rules(spark)
     statuses, fired, shapes = Counter(), Counter(), Counter()
@@ -212,7 +238,7 @@ def fuzz(
                 world_index = w
             rnd = random.Random(f"{seed}:query:{i}")
             q = QueryGenerator(rnd, world).query()
-            case = Case(i, seed, world.seed, draw_settings(rnd), q.sql, q.shape,
+            case = Case(i, seed, world.seed, {**draw_settings(rnd), **forced}, q.sql, q.shape,
                         tables=world.describe())
             run_case(spark, case)
             statuses[case.status] += 1
