@@ -3,6 +3,8 @@ of several rounds."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from hive_join_opts.bench.runner import Run, paired_speedup, typical
 from hive_join_opts.bench.stages import shuffle_join_stage, simulated_wall_ms, straggler_factor
 
@@ -144,7 +146,7 @@ def test_warm_up_rounds_are_run_but_not_timed(monkeypatch):
 
     bench.spark = type("Spark", (), {"conf": Conf()})()
     monkeypatch.setattr(_session, "last_decisions", lambda spark: [])
-    result = bench.measure(object(), runs=2, warmup=3)
+    result = bench.measure(SimpleNamespace(tuned_conf=None), runs=2, warmup=3)
     # Five rounds, each configuration first in every other one; the last two are timed.
     spark, ext = model.SPARK, model.EXTENSION
     assert order == [spark, ext, ext, spark, spark, ext, ext, spark, spark, ext]
@@ -163,6 +165,33 @@ def test_sampling_time_counts_the_samples_not_taken_from_the_cache():
         "sampleMs(right)": "250", "sampleCached(right)": "false"})
     assert sample_ms([both, other]) == 1750
     assert sample_ms([Decision("SkewJoinSplit", "join", "skipped", "", {})]) == 0
+
+
+def test_a_scenario_with_a_tuned_baseline_runs_three_configurations_in_turn(monkeypatch):
+    from hive_join_opts import _session
+    from hive_join_opts.bench import model, runner
+
+    order = []
+    bench = object.__new__(runner.Bench)
+    bench._configure = lambda scenario, mode: order.append(mode)
+    bench._run = lambda scenario: run(100 * len(order), None, 10 * len(order))
+    bench.rows = lambda scenario, mode: [(1,)]
+
+    class Conf:
+        def set(self, key, value):
+            pass
+
+    bench.spark = type("Spark", (), {"conf": Conf()})()
+    monkeypatch.setattr(_session, "last_decisions", lambda spark: [])
+    result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}), runs=2, warmup=1)
+    spark, ext, tuned = model.SPARK, model.EXTENSION, model.TUNED
+    # Each configuration goes first in turn; the warm-up round is not timed.
+    assert order == [spark, ext, tuned, ext, tuned, spark, tuned, spark, ext]
+    assert [r.wall_ms for r in result.tuned_runs] == [500, 700]
+    assert [r.wall_ms for r in result.spark_runs] == [600, 800]
+    # Against the tuned runs, round by round: 500 / 400 and 700 / 900.
+    assert result.speedup_vs_tuned == (500 / 400 + 700 / 900) / 2
+    assert result.tuned_split is False
 
 
 def test_progress_hears_of_the_row_check_and_each_round(monkeypatch):
@@ -184,6 +213,6 @@ def test_progress_hears_of_the_row_check_and_each_round(monkeypatch):
         def advance(self, steps=1):
             seen.append("+")
 
-    bench.measure(object(), runs=2, warmup=1, progress=Recorder())
+    bench.measure(SimpleNamespace(tuned_conf=None), runs=2, warmup=1, progress=Recorder())
     assert seen == ["comparing rows", "+", "round 1/3 (warm-up)", "+", "round 2/3 (timed 1/2)",
                     "+", "round 3/3 (timed 2/2)", "+"]

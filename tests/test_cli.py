@@ -82,7 +82,7 @@ def test_demo_runs_and_prints_decisions_and_ratios():
                    "Correlation-based shuffle elimination",
                    "The extension with nothing to rewrite"):
         assert f"=== {family} ===" in out
-    assert "Decisions of hive-join-opts:" in out and "SkewJoinSplit fired" in out
+    assert "Decisions of hive-join-opts:" in out and "SkewJoinRuntimeSplit fired" in out
     # Each showcase leads with the measure that shows its effect.
     for measure in ("longest / median (straggler)", "big table: row groups read",
                     "big table: partitions read", "shuffles", "executed plan"):
@@ -91,7 +91,7 @@ def test_demo_runs_and_prints_decisions_and_ratios():
     same_rows = [line for line in out.splitlines() if line.strip().startswith("same rows")]
     assert len(same_rows) == 5 and all(line.endswith(" yes") for line in same_rows)
     summary = out[out.index("=== Summary ==="):]
-    assert "skew_join_split_s1_inner" in summary
+    assert "skew_join_runtime_split_spread_full_outer"[:31] in summary
     assert "For real numbers: `hive-join-opts bench --scale 1`" in summary.splitlines()[-1]
     # It reads in a 100-column terminal; the numbers are cut, not the decisions.
     assert max(len(line) for line in out.splitlines()) <= 100

@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-# The two configurations every scenario and suite query runs with.
+# The two configurations every scenario and suite query runs with, and the third that skew
+# scenarios add: Spark with adaptive execution's skew handling tuned to the data's size.
 SPARK = "spark"
 EXTENSION = "hive-join-opts"
+TUNED = "spark-aqe-tuned"
 # The extension's master switch: false gives Spark's own plan, with the JAR loaded.
 ENABLED_KEY = "spark.sql.hiveJoinOpts.enabled"
 
@@ -54,6 +56,10 @@ class Scenario:
     # Shared settings that follow the data size (given the scale), so that a smaller run keeps
     # the proportions that Spark's defaults have at scale 1.
     scaled_conf: Callable[[float], dict[str, str]] | None = None
+    # Spark settings of a third run with the extension off, given the scale: what a Spark user
+    # would tune instead (adaptive execution's skew thresholds at the data's size). None: no
+    # third run.
+    tuned_conf: Callable[[float], dict[str, str]] | None = None
     # True when the extension is expected to rewrite the query.
     expect_rewrite: bool = True
     # Whether the demo shows the scenario, and the share of the benchmark's data size it uses

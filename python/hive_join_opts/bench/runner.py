@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._compare import rows_equal
-from .model import ENABLED_KEY, EXTENSION, SPARK, Dataset, Scenario
+from .model import ENABLED_KEY, EXTENSION, SPARK, TUNED, Dataset, Scenario
 from .._progress import NoProgress, Progress
 from .stages import (default_join_stage, longest_and_median_task_ms, simulated_wall_ms,
                      straggler_factor)
@@ -120,6 +120,9 @@ class Result:
     # Time the extension's first query of the scenario spent sampling join keys while planning
     # (later queries take the sample from the cache); not in the timed runs.
     first_sample_ms: int = 0
+    # The timed runs of Spark with adaptive execution's skew handling tuned (scenarios with a
+    # tuned_conf), in round order.
+    tuned_runs: list[Run] = field(default_factory=list)
 
     @property
     def spark(self) -> Run:
@@ -139,11 +142,31 @@ class Result:
         return paired_speedup([r.sim64_ms for r in self.spark_runs],
                               [r.sim64_ms for r in self.extension_runs])
 
+    @property
+    def tuned(self) -> Run | None:
+        return typical(self.tuned_runs) if self.tuned_runs else None
+
+    @property
+    def speedup_vs_tuned(self) -> float | None:
+        return paired_speedup([r.wall_ms for r in self.tuned_runs],
+                              [r.wall_ms for r in self.extension_runs]) if self.tuned_runs else None
+
+    @property
+    def sim64_vs_tuned(self) -> float | None:
+        return paired_speedup([r.sim64_ms for r in self.tuned_runs],
+                              [r.sim64_ms for r in self.extension_runs]) if self.tuned_runs else None
+
+    @property
+    def tuned_split(self) -> bool | None:
+        """Whether adaptive execution split a skewed join in the tuned run's final plan."""
+        return any("skew=true" in r.plan for r in self.tuned_runs) if self.tuned_runs else None
+
     def timed(self) -> dict:
         """Every round's wall time, straggler factor and 64-slot time, per configuration."""
         return {mode: [{"wall_ms": r.wall_ms, "straggler": r.straggler, "sim64_ms": r.sim64_ms}
                        for r in runs]
-                for mode, runs in ((SPARK, self.spark_runs), (EXTENSION, self.extension_runs))}
+                for mode, runs in ((SPARK, self.spark_runs), (EXTENSION, self.extension_runs),
+                                   (TUNED, self.tuned_runs)) if runs}
 
 
 def data_root() -> Path:
@@ -183,6 +206,9 @@ class Bench:
             conf.update(scenario.scaled_conf(self.scale))
         if mode == SPARK:
             conf[ENABLED_KEY] = "false"
+        elif mode == TUNED:
+            conf[ENABLED_KEY] = "false"
+            conf.update(scenario.tuned_conf(self.scale))
         else:
             conf[ENABLED_KEY] = "true"
             conf.update(scenario.extension_conf)
@@ -254,13 +280,14 @@ class Bench:
         first_sample_ms = sample_ms(last_decisions(self.spark))
         same = rows_equal(spark_rows, extension_rows)
         progress.advance()
-        timed: dict[str, list[Run]] = {SPARK: [], EXTENSION: []}
+        modes = [SPARK, EXTENSION] + ([TUNED] if scenario.tuned_conf else [])
+        timed: dict[str, list[Run]] = {mode: [] for mode in modes}
         decisions: list = []
         for i in range(warmup + runs):  # the warm-up rounds are not counted
             progress.show(round_label(i, warmup, runs))
-            # Each configuration goes first every other round: the run after another pays for
-            # its garbage, and neither configuration should always be the one that does.
-            for mode in (SPARK, EXTENSION) if i % 2 == 0 else (EXTENSION, SPARK):
+            # Each configuration goes first in turn: the run after another pays for its
+            # garbage, and no configuration should always be the one that does.
+            for mode in modes[i % len(modes):] + modes[:i % len(modes)]:
                 self._configure(scenario, mode)
                 run = self._run(scenario)
                 if mode == EXTENSION:
@@ -278,6 +305,7 @@ class Bench:
             decisions=[d.__dict__ for d in decisions],
             same_answer=same,
             first_sample_ms=first_sample_ms,
+            tuned_runs=timed.get(TUNED, []),
         )
 
 

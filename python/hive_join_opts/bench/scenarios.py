@@ -11,6 +11,7 @@ from . import (
     merge_same_key_aggregates,
     no_candidates,
     prune_repeated_in_subquery,
+    skew_join_runtime_split,
     skew_join_split,
 )
 from .model import Scenario, unique
@@ -20,6 +21,7 @@ from .model import Scenario, unique
 SCENARIOS: list[Scenario] = unique([
     *no_candidates.SCENARIOS,
     *skew_join_split.SCENARIOS,
+    *skew_join_runtime_split.SCENARIOS,
     *join_key_value_pushdown.SCENARIOS,
     *aggregate_join_to_window.SCENARIOS,
     *coarsen_join_shuffle.SCENARIOS,

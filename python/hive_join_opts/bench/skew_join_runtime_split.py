@@ -1,0 +1,122 @@
+"""Benchmarks of the run-time skew split (rule SkewJoinRuntimeSplit) against Spark's defaults
+and against Spark with adaptive execution's skew handling tuned to the data, with default
+flags: no hint, no planning-time sampling, heavy keys found from the shuffle.
+
+At scale 1 the big side has 20 million rows and the other side 2 million. Layouts of the big
+side: the heavy key (55% of the rows) spread over 8 files of small row groups; three heavy keys
+of 20% each, spread; the heavy key in a file of its own (written range-partitioned by the key);
+and the spread layout joined through a shuffle of more than 2,000 partitions, where Spark's map
+statuses report average block sizes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .model import Dataset, Scenario
+from .skew_join_split import MB, OTHER_ROWS, SPLIT, _thresholds_at, aqe_tuned
+from .stages import shuffle_join_stage
+
+BIG_ROWS = 20_000_000
+ROW_GROUP_BYTES = 1024 * 1024
+
+# `h` is a hash of the row id in [0, 100): which rows hold a heavy key, wherever they are written.
+_H = "pmod(hash(id, 7), 100)"
+_REST = "pmod(hash(id), {m} - 3) + 3"
+LAYOUTS = {
+    # key expression, whether the big table is written range-partitioned by the key
+    "spread": (f"CASE WHEN {_H} < 55 THEN 0 ELSE {_REST} END", False),
+    "three": (f"CASE WHEN {_H} < 60 THEN {_H} % 3 ELSE {_REST} END", False),
+    "own": (f"CASE WHEN {_H} < 55 THEN 0 ELSE {_REST} END", True),
+}
+
+
+def _dataset(layout: str) -> Dataset:
+    key_sql, by_range = LAYOUTS[layout]
+
+    def write(spark, folder: Path, scale: float) -> None:
+        n = max(int(BIG_ROWS * scale), 1000)
+        m = max(int(OTHER_ROWS * scale), 100)
+        (spark.range(m, numPartitions=4)
+         .selectExpr("id AS k", "id * 3 AS w")
+         .write.parquet(str(folder / "dim")))
+        big = spark.range(n, numPartitions=8).selectExpr(
+            f"{key_sql.format(m=m)} AS k", "id AS v", "rand(11) AS x")
+        big = big.repartitionByRange(8, "k") if by_range else big
+        big.write.option("parquet.block.size", ROW_GROUP_BYTES).parquet(str(folder / "big"))
+
+    def register(spark, folder: Path) -> None:
+        spark.read.parquet(str(folder / "dim")).createOrReplaceTempView("rt_dim")
+        spark.read.parquet(str(folder / "big")).createOrReplaceTempView(f"rt_{layout}")
+
+    return Dataset(f"skew_join_runtime_split_{layout}", write, register)
+
+
+DATASETS = {layout: _dataset(layout) for layout in LAYOUTS}
+
+
+def _cluster_conf(scale: float) -> dict[str, str]:
+    """Planned as a 64-slot cluster would (as the planning-time scenarios are), with the
+    run-time split's key size scaled with the data."""
+    return {**_thresholds_at(scale), SPLIT + "runtime.minKeyBytes": str(int(16 * MB * scale))}
+
+
+def _wide_conf(scale: float) -> dict[str, str]:
+    """A shuffle of 2,400 partitions (over Spark's 2,000, where map statuses average)."""
+    return {**_cluster_conf(scale), "spark.sql.shuffle.partitions": "2400"}
+
+
+AGGREGATES = "count(*) AS n, sum(b.v) AS v, sum(d.w) AS w, count(b.k) AS bk, count(d.k) AS dk"
+
+QUERIES = {
+    "inner": f"SELECT {AGGREGATES} FROM rt_{{t}} b JOIN rt_dim d ON b.k = d.k",
+    "left_outer": f"SELECT {AGGREGATES} FROM rt_{{t}} b LEFT OUTER JOIN rt_dim d ON b.k = d.k",
+    "null_supplying": f"SELECT {AGGREGATES} FROM rt_dim d LEFT OUTER JOIN rt_{{t}} b "
+                      "ON d.k = b.k",
+    "full_outer": f"SELECT {AGGREGATES} FROM rt_{{t}} b FULL OUTER JOIN rt_dim d ON b.k = d.k",
+    "group_by_key": "SELECT count(*), sum(n), sum(w) FROM (SELECT b.k, count(*) AS n, "
+                    "sum(d.w) AS w FROM rt_{t} b JOIN rt_dim d ON b.k = d.k GROUP BY b.k)",
+}
+
+TITLES = {
+    "inner": "inner join",
+    "left_outer": "left outer join, skew on the preserved side",
+    "null_supplying": "left outer join, skew on the null-supplying side (AQE cannot split it)",
+    "full_outer": "full outer join (AQE cannot split it)",
+    "group_by_key": "join then GROUP BY the key (AQE keeps the skewed partition)",
+}
+
+LAYOUT_TITLES = {
+    "spread": "heavy key (55%) spread over 8 files of 1 MB row groups",
+    "three": "three heavy keys (20% each) spread",
+    "own": "heavy key (55%) in a file of its own",
+    "wide": "heavy key spread, a shuffle of 2,400 partitions",
+}
+
+# Which queries each layout runs: every query on the spread layout, the rest where the layout
+# changes the answer to "who splits".
+MATRIX = {
+    "spread": ("inner", "left_outer", "null_supplying", "full_outer", "group_by_key"),
+    "three": ("inner", "full_outer"),
+    "own": ("inner", "null_supplying"),
+    "wide": ("inner", "full_outer"),
+}
+
+
+def _scenario(layout: str, query: str) -> Scenario:
+    table = "spread" if layout == "wide" else layout
+    return Scenario(
+        name=f"skew_join_runtime_split_{layout}_{query}",
+        family="skewJoin",
+        title=f"{TITLES[query]}; {LAYOUT_TITLES[layout]}",
+        dataset=DATASETS[table],
+        sql=QUERIES[query].format(t=table),
+        scaled_conf=_wide_conf if layout == "wide" else _cluster_conf,
+        tuned_conf=aqe_tuned,
+        join_stage=shuffle_join_stage,
+        showcase=(layout, query) == ("spread", "full_outer"),
+    )
+
+
+SCENARIOS = tuple(_scenario(layout, query) for layout, queries in MATRIX.items()
+                  for query in queries)
