@@ -23,6 +23,9 @@ def skewed(spark, tmp_path_factory):
     spark.read.parquet(str(folder / "dims")).createOrReplaceTempView("dims")
     with spark_conf(spark, {
         "spark.sql.autoBroadcastJoinThreshold": "-1",
+        # The planning-time split with its sampling on; the run-time split has its own tests.
+        SKEW + "detection.enabled": "true",
+        SKEW + "runtime.enabled": "false",
         SKEW + "detection.minInputBytes": "0",
         SKEW + "detection.minKeyRows": "10",
         # A cluster's task slots, where the heavy key holds a stage back.

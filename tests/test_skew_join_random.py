@@ -44,6 +44,9 @@ def lowered(spark):
     # The cases set the form; it is restored with the rest.
     with spark_conf(spark, {
         "spark.sql.autoBroadcastJoinThreshold": "-1",
+        # The planning-time split with its sampling on; the run-time split has its own tests.
+        SKEW + "detection.enabled": "true",
+        SKEW + "runtime.enabled": "false",
         SKEW + "detection.minInputBytes": "0",
         SKEW + "detection.minKeyRows": "5",
         SKEW + "taskSlots": "64",

@@ -49,7 +49,8 @@ def tables(spark, tmp_path_factory):
 # One query per rule family, with the thresholds that make it fire on these small tables.
 FAMILIES = {
     "SkewJoinSplit": (
-        {"spark.sql.autoBroadcastJoinThreshold": "-1", P + "skewJoin.detection.minInputBytes": "0",
+        {"spark.sql.autoBroadcastJoinThreshold": "-1", P + "skewJoin.detection.enabled": "true",
+         P + "skewJoin.runtime.enabled": "false", P + "skewJoin.detection.minInputBytes": "0",
          P + "skewJoin.detection.minKeyRows": "10", P + "skewJoin.taskSlots": "64"},
         "SELECT f.k, f.v, d.g FROM line_facts f JOIN line_dims d ON f.k = d.k"),
     "JoinKeyValuePushdown": (

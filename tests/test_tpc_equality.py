@@ -26,10 +26,13 @@ EXTENSION_CONF = {
     # exist, and detection thresholds so low that the most frequent keys of TPC's nearly
     # uniform data count as skewed: the rewrite runs on as many query shapes as possible
     "spark.sql.autoBroadcastJoinThreshold": "16k",
+    "spark.sql.hiveJoinOpts.skewJoin.detection.enabled": "true",
     "spark.sql.hiveJoinOpts.skewJoin.detection.minInputBytes": "64k",
     "spark.sql.hiveJoinOpts.skewJoin.detection.minKeyFraction": "0.00001",
     "spark.sql.hiveJoinOpts.skewJoin.detection.minKeyRows": "2",
     "spark.sql.hiveJoinOpts.skewJoin.taskSlots": "64",
+    # the run-time split: any key over its even share of a 64-slot stage is split
+    "spark.sql.hiveJoinOpts.skewJoin.runtime.minKeyBytes": "0",
     # map-join pruning: prune every big side, however small this data is and whatever the
     # order of its rows; some value sets above maxInValues, to use the range-only form too
     "spark.sql.hiveJoinOpts.mapJoinPruning.bigSide.minBytes": "0",
