@@ -8,6 +8,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, GroupByCastJoinKey, MergeSameKeyAggregates, PruneRepeatedInSubquery}
+import hivejoinopts.log.{DecisionsTable, ResolveDecisionsTable}
 import hivejoinopts.mapjoinpruning.JoinKeyValuePushdown
 import hivejoinopts.skew.{ResolveSkewHint, SkewHintNames, SkewJoinSplit}
 
@@ -98,7 +99,15 @@ object HiveJoinOptsExtension {
     // selection, so that the skewed-key branch is planned as a broadcast join. Last of the
     // Pre-CBO rules: it copies join inputs, so the rules above see each read once, and it
     // samples inputs that already carry the pushed join-key values.
-    ExtensionRule.preCBO("SkewJoinSplit", SkewJoinSplit(_))
+    ExtensionRule.preCBO("SkewJoinSplit", SkewJoinSplit(_)),
+
+    // ---- the decision log, in SQL ----
+    // A table function for every session (a server's clients included), answered in analysis
+    // by a rule of the calling session, which reads that session's queries only.
+    ExtensionRule.atStart(s"${DecisionsTable.Name}()", "a table function") { ext =>
+      ext.injectTableFunction(DecisionsTable.description)
+      ext.injectResolutionRule(ResolveDecisionsTable)
+    }
   )
 
   /** The optimizer rules that can join a session that is already running. */
