@@ -59,6 +59,14 @@ object HiveJoinOptsExtension {
 
   /** Every rule of the extension, in the order it is injected. */
   private[hivejoinopts] val rules: Seq[ExtensionRule] = Seq(
+    // ---- the decision log, in SQL ----
+    // A table function for every session (a server's clients included), answered in analysis
+    // by a rule of the calling session, which reads that session's queries only.
+    ExtensionRule.atStart(s"${DecisionsTable.Name}()", "a table function") { ext =>
+      ext.injectTableFunction(DecisionsTable.description)
+      ext.injectResolutionRule(ResolveDecisionsTable)
+    },
+
     // ---- correlation ----
     // End of analysis: two IN subqueries are still as the query wrote them. The optimizer
     // optimizes each subquery on its own, with every rule below, before the query around them.
@@ -99,15 +107,7 @@ object HiveJoinOptsExtension {
     // selection, so that the skewed-key branch is planned as a broadcast join. Last of the
     // Pre-CBO rules: it copies join inputs, so the rules above see each read once, and it
     // samples inputs that already carry the pushed join-key values.
-    ExtensionRule.preCBO("SkewJoinSplit", SkewJoinSplit(_)),
-
-    // ---- the decision log, in SQL ----
-    // A table function for every session (a server's clients included), answered in analysis
-    // by a rule of the calling session, which reads that session's queries only.
-    ExtensionRule.atStart(s"${DecisionsTable.Name}()", "a table function") { ext =>
-      ext.injectTableFunction(DecisionsTable.description)
-      ext.injectResolutionRule(ResolveDecisionsTable)
-    }
+    ExtensionRule.preCBO("SkewJoinSplit", SkewJoinSplit(_))
   )
 
   /** The optimizer rules that can join a session that is already running. */
