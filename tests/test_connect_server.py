@@ -104,6 +104,17 @@ def test_the_server_listens_on_loopback_or_is_refused_on_spark_35(request):
         assert server.url == f"sc://127.0.0.1:{server.port}", server.first_line
 
 
+def test_connect_server_refuses_an_address_its_spark_cannot_take():
+    port = str(free_port())
+    if CONNECT_35:
+        result = run_cli("connect-server", "--port", port, "--all-interfaces", "--host", "127.0.0.2")
+        assert "no --host" in result.stderr, result.stderr
+    else:
+        result = run_cli("connect-server", "--port", port, "--all-interfaces")
+        assert "--all-interfaces is for Spark 3.5" in result.stderr, result.stderr
+    assert result.returncode == 1
+
+
 @needs_loopback_connect
 def test_each_client_gets_the_rewrites_of_its_flags_and_the_rows_of_the_extension_off(clients):
     for rule in ONE_PER_FAMILY:

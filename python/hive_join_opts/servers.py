@@ -85,12 +85,16 @@ def connect_server(port: int = CONNECT_PORT, host: str = LOOPBACK, all_interface
     line = spark_line(installed_pyspark_version())
     args = connect_submit_args()
     if line == "3.5":
-        if not all_interfaces:
+        if not all_interfaces or host != LOOPBACK:
             raise ServerError(
-                f"{CONNECT_35_ALL_INTERFACES}. Pass --all-interfaces to start it anyway (behind a "
-                "firewall), or use 'hive-join-opts sql-server', which listens on 127.0.0.1.")
+                f"{CONNECT_35_ALL_INTERFACES}. Pass --all-interfaces (and no --host) to start it "
+                "anyway, behind a firewall, or use 'hive-join-opts sql-server', which listens on "
+                "127.0.0.1.")
         host = "0.0.0.0"
     else:
+        if all_interfaces:
+            raise ServerError("--all-interfaces is for Spark 3.5's Connect server; Spark "
+                              f"{line}'s listens where --host says (--host 0.0.0.0: every interface).")
         if not any(j.startswith("spark-connect_") for j in _spark_jars()):
             raise ServerError(
                 f"pyspark {installed_pyspark_version()} has no Spark Connect server "
