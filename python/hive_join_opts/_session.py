@@ -213,6 +213,13 @@ def flags_from_jvm(spark) -> list[dict[str, str]]:
     return json.loads(_facade(spark).flagsJson())
 
 
+def log4j_config() -> str:
+    """The log4j2 configuration of the package's own Spark runs: warnings and errors only (the
+    package's log4j2.properties, which conf/ holds too), unless HIVE_JOIN_OPTS_LOG4J2 names
+    another file."""
+    return os.environ.get("HIVE_JOIN_OPTS_LOG4J2") or str(Path(__file__).with_name("log4j2.properties"))
+
+
 def local_session(
     app_name: str = "hive-join-opts",
     master: str = "local[2]",
@@ -240,10 +247,7 @@ def local_session(
         .config("spark.driver.memory", memory)
     )
     java_options = [f"-Xms{memory}"] if fixed_heap else []
-    # Warnings and errors only (the package's log4j2.properties, which conf/ holds too), unless
-    # HIVE_JOIN_OPTS_LOG4J2 names another file.
-    log4j = os.environ.get("HIVE_JOIN_OPTS_LOG4J2") or str(Path(__file__).with_name("log4j2.properties"))
-    java_options.append(f"-Dlog4j2.configurationFile=file:{log4j}")
+    java_options.append(f"-Dlog4j2.configurationFile=file:{log4j_config()}")
     builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     if bench:
         from ._jar import bench_jar_path

@@ -62,10 +62,11 @@ def _spark_jars() -> list[str]:
 
 
 def _quiet_logs() -> list[str]:
-    """Warnings and errors only (the package's log4j2.properties); a later --conf of the user's
+    """Warnings and errors only (see log4j_config); a later --conf of the user's
     spark.driver.extraJavaOptions replaces it."""
-    log4j = os.environ.get("HIVE_JOIN_OPTS_LOG4J2") or str(Path(__file__).with_name("log4j2.properties"))
-    return ["--conf", f"spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=file:{log4j}"]
+    from ._session import log4j_config
+
+    return ["--conf", f"spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=file:{log4j_config()}"]
 
 
 def connect_submit_args(spark_version: str | None = None) -> list[str]:
