@@ -24,6 +24,10 @@ JAR_DIR="$ROOT/python/hive_join_opts/jars"
 MVN=(mvn -B --no-transfer-progress -f "$ROOT/jvm/pom.xml")
 CACHE=${HIVE_JOIN_OPTS_CACHE:-$HOME/.cache/hive-join-opts}
 
+# The load test's size in `./build.sh test`: its 8 sessions run 6 queries each, not the 25 of
+# `pytest -m load` (tests/test_load.py).
+SMALL_LOAD=(--load-queries 6)
+
 # The Spark line whose full suite `./build.sh test` runs: the newest line that both Maven
 # Central (for the ScalaTest suites) and PyPI serve.
 DEFAULT_LINE=4.2
@@ -211,7 +215,7 @@ run_tests() {
     say "ScalaTest (Maven, Spark $line)"
     "${MVN[@]}" test "-P$profile"
     say "pytest (Spark $line)"
-    "$VENV/bin/python" -m pytest "$@"
+    "$VENV/bin/python" -m pytest "${SMALL_LOAD[@]}" "$@"
     build_wheel
     local other
     for other in $(release_lines); do
@@ -230,7 +234,7 @@ run_tests() {
     fi
     say "pytest (Spark $line)"
     (export PYSPARK_PYTHON="$venv/bin/python" PYSPARK_DRIVER_PYTHON="$venv/bin/python"
-     "$venv/bin/python" -m pytest "$@")
+     "$venv/bin/python" -m pytest "${SMALL_LOAD[@]}" "$@")
   fi
   say "all tests passed in $((SECONDS - start)) s"
 }

@@ -21,6 +21,10 @@ def pytest_addoption(parser):
                      help="queries the differential fuzzer runs (default 200)")
     parser.addoption("--fuzz-seed", type=int, default=20,
                      help="the differential fuzzer's seed (default 20)")
+    parser.addoption("--load-sessions", type=int, default=8,
+                     help="sessions the load test runs at once (default 8)")
+    parser.addoption("--load-queries", type=int, default=25,
+                     help="queries each session of the load test runs (default 25)")
 
 
 @pytest.fixture(scope="session")

@@ -24,48 +24,19 @@ from hive_join_opts._jar import spark_line
 
 import linkage
 from conftest import run_python, spark_conf
+from families import FAMILIES, P, write_tables
 
 pytestmark = pytest.mark.line
 
 EXT = "hivejoinopts.HiveJoinOptsExtension"
-P = "spark.sql.hiveJoinOpts."
 
 
 @pytest.fixture(scope="module")
 def tables(spark, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("line")
-    # A fact table sorted by its key in small row groups, and its heavy key 3.
-    (spark.range(0, 20000)
-     .selectExpr("CASE WHEN id % 2 = 0 THEN 3 ELSE id % 4000 END AS k", "id AS v",
-                 "CAST(id % 97 AS INT) AS x")
-     .orderBy("k").coalesce(1).write.option("parquet.block.size", 8192)
-     .parquet(str(folder / "facts")))
-    spark.range(0, 4000).selectExpr("id AS k", "id % 10 AS g").write.parquet(str(folder / "dims"))
-    spark.read.parquet(str(folder / "facts")).createOrReplaceTempView("line_facts")
-    spark.read.parquet(str(folder / "dims")).createOrReplaceTempView("line_dims")
+    paths = write_tables(spark, tmp_path_factory.mktemp("line"))
+    for name, path in paths.items():
+        spark.read.parquet(path).createOrReplaceTempView(name)
     return spark
-
-
-# One query per rule family, with the thresholds that make it fire on these small tables.
-FAMILIES = {
-    "SkewJoinSplit": (
-        {"spark.sql.autoBroadcastJoinThreshold": "-1", P + "skewJoin.detection.enabled": "true",
-         P + "skewJoin.runtime.enabled": "false", P + "skewJoin.detection.minInputBytes": "0",
-         P + "skewJoin.detection.minKeyRows": "10", P + "skewJoin.taskSlots": "64"},
-        "SELECT f.k, f.v, d.g FROM line_facts f JOIN line_dims d ON f.k = d.k"),
-    "JoinKeyValuePushdown": (
-        {P + "mapJoinPruning.bigSide.minBytes": "0"},
-        "SELECT f.k, sum(f.v) AS s FROM line_facts f JOIN line_dims d ON f.k = d.k "
-        "WHERE d.g = 7 AND d.k < 100 GROUP BY f.k"),
-    "MergeSameKeyAggregates": (
-        {},
-        "SELECT a.k, a.s, b.n FROM (SELECT k, sum(v) AS s FROM line_facts WHERE x < 50 GROUP BY k) a "
-        "RIGHT JOIN (SELECT k, count(*) AS n FROM line_facts WHERE x > 40 GROUP BY k) b "
-        "ON a.k = b.k WHERE a.k IS NULL OR b.k > 3990"),
-    "AggregateJoinToWindow": (
-        {},
-        "SELECT k, v FROM line_facts f WHERE v > (SELECT avg(v) FROM line_facts f2 WHERE f2.k = f.k)"),
-}
 
 
 @pytest.mark.parametrize("rule", sorted(FAMILIES))

@@ -18,6 +18,7 @@ from ._jar import (
     submit_args,
     supported_lines,
 )
+from ._connect import ConnectSessionError
 from ._session import (
     Decision,
     Explanation,
@@ -32,6 +33,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "EXTENSION_CLASS",
+    "ConnectSessionError",
     "Decision",
     "Explanation",
     "HiveJoinOptsNotLoadedError",

@@ -10,6 +10,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import _connect
 from ._flags import to_conf
 from ._jar import (EXTENSION_CLASS, UnsupportedSparkError, jar_path, submit_args,
                    unsupported_message)
@@ -40,8 +41,11 @@ def configure(builder, **flags: Any):
 
     Appends the JAR to `spark.jars` and the extension class to `spark.sql.extensions`, keeping
     whatever the builder already holds there, and sets the flags given as keywords
-    (`skew_join=False` sets `spark.sql.hiveJoinOpts.skewJoin.enabled=false`).
+    (`skew_join=False` sets `spark.sql.hiveJoinOpts.skewJoin.enabled=false`). A Spark Connect
+    builder (`.remote(...)`) raises ConnectSessionError: the Connect server loads the extension.
     """
+    if _connect.is_connect_builder(builder):
+        raise _connect.server_loads_it("configure()")
     conf = to_conf(flags)
     from pyspark import SparkContext
 
@@ -98,8 +102,11 @@ def enable_hive_join_opts(spark, **flags: Any):
     classpath but `spark.sql.extensions` did not name the extension at start, the rules that
     can join a live session are added and a warning says which features need the extension at
     start. If the JAR is absent, HiveJoinOptsNotLoadedError gives the exact arguments to use.
-    Calling it again changes nothing.
+    Calling it again changes nothing. A Spark Connect session raises ConnectSessionError: the
+    Connect server loads the extension.
     """
+    if _connect.is_connect_session(spark):
+        raise _connect.server_loads_it("enable_hive_join_opts()")
     conf = to_conf(flags)
     facade = _facade(spark)
     jsession = spark._jsparkSession
@@ -155,7 +162,13 @@ class Explanation:
 def explain(df, execute: bool = False, print_: bool = True) -> Explanation:
     """Plans `df` again and returns (and prints) the decisions of hive-join-opts next to the
     rewritten plan. With `execute=True` the query also runs (its rows are discarded), so that
-    decisions taken at run time and the final adaptive plan show."""
+    decisions taken at run time and the final adaptive plan show. On Spark Connect the server
+    plans it, and the decisions are read with the table function hive_join_opts_decisions()."""
+    if _connect.is_connect_session(df.sparkSession):
+        result = _explain_on_server(df, execute)
+        if print_:
+            print(result.text)
+        return result
     facade = _facade(df.sparkSession)
     jexplanation = facade.explain(df._jdf, execute)
     result = Explanation(
@@ -170,14 +183,41 @@ def explain(df, execute: bool = False, print_: bool = True) -> Explanation:
     return result
 
 
+def _explain_on_server(df, execute: bool) -> Explanation:
+    """explain() of a Spark Connect DataFrame: the server plans it again (and runs it with
+    `execute`, writing its rows nowhere), then the decisions of those plannings are read."""
+    spark = df.sparkSession
+    before = _connect.latest_query_id(spark)
+    explained = df._explain_string(extended=True)
+    if execute:
+        df.write.format("noop").mode("overwrite").save()
+    decisions = _connect.decisions_since(spark, before)
+    table = _connect.decisions_table(decisions)
+    optimized = _connect.plan_section(explained, "Optimized Logical Plan")
+    physical = _connect.plan_section(explained, "Physical Plan")
+    text = (f"== hive-join-opts decisions ==\n{table}\n\n"
+            f"== Optimized Logical Plan ==\n{optimized}\n\n== Physical Plan ==\n{physical}")
+    return Explanation(decisions, table, optimized, physical, text)
+
+
 def last_decisions(spark) -> list[Decision]:
-    """The decisions of the most recent query the session planned."""
+    """The decisions of the most recent query the session planned (on Spark Connect, read
+    from the server with the table function hive_join_opts_decisions(1))."""
+    if _connect.is_connect_session(spark):
+        return _connect.last_decisions(spark)
     return _decisions(_facade(spark).lastDecisionsJson(spark._jsparkSession))
 
 
 def flags_from_jvm(spark) -> list[dict[str, str]]:
     """Every flag the loaded JAR declares: key, type, default, version, doc."""
     return json.loads(_facade(spark).flagsJson())
+
+
+def log4j_config() -> str:
+    """The log4j2 configuration of the package's own Spark runs: warnings and errors only (the
+    package's log4j2.properties, which conf/ holds too), unless HIVE_JOIN_OPTS_LOG4J2 names
+    another file."""
+    return os.environ.get("HIVE_JOIN_OPTS_LOG4J2") or str(Path(__file__).with_name("log4j2.properties"))
 
 
 def local_session(
@@ -207,10 +247,7 @@ def local_session(
         .config("spark.driver.memory", memory)
     )
     java_options = [f"-Xms{memory}"] if fixed_heap else []
-    # Warnings and errors only (the package's log4j2.properties, which conf/ holds too), unless
-    # HIVE_JOIN_OPTS_LOG4J2 names another file.
-    log4j = os.environ.get("HIVE_JOIN_OPTS_LOG4J2") or str(Path(__file__).with_name("log4j2.properties"))
-    java_options.append(f"-Dlog4j2.configurationFile=file:{log4j}")
+    java_options.append(f"-Dlog4j2.configurationFile=file:{log4j_config()}")
     builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
     if bench:
         from ._jar import bench_jar_path

@@ -54,8 +54,30 @@ def _cmd_jar_path(args) -> int:
 
 
 def _cmd_submit_args(args) -> int:
-    print(" ".join(shlex.quote(a) for a in submit_args(_parse_flags(args.flag), args.spark)))
+    if args.connect:
+        from .servers import connect_submit_args
+
+        conf = _parse_flags(args.flag)
+        found = connect_submit_args(args.spark)
+        for key, value in conf.items():
+            found += ["--conf", f"{key}={value}"]
+    else:
+        found = submit_args(_parse_flags(args.flag), args.spark)
+    print(" ".join(shlex.quote(a) for a in found))
     return 0
+
+
+def _cmd_connect_server(args) -> int:
+    from . import servers
+
+    return servers.run(servers.connect_server(args.port, args.host, args.all_interfaces,
+                                              args.spark_submit_options))
+
+
+def _cmd_sql_server(args) -> int:
+    from . import servers
+
+    return servers.run(servers.thrift_server(args.port, args.host, args.spark_submit_options))
 
 
 def _cmd_explain(args) -> int:
@@ -135,7 +157,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spark", metavar="VERSION", help=spark_help)
     p.add_argument("--flag", action="append", default=[], metavar="KEYWORD=VALUE",
                    help="also set a flag, such as skew_join=false (repeatable)")
+    p.add_argument("--connect", action="store_true",
+                   help="for a Spark Connect server started another way (start-connect-server.sh)")
     p.set_defaults(run=_cmd_submit_args)
+
+    from .servers import CONNECT_PORT, LOOPBACK, THRIFT_PORT
+
+    p = sub.add_parser(
+        "connect-server", help="start the Spark Connect server with the extension",
+        usage="hive-join-opts connect-server [--port N] [--host ADDRESS] [spark-submit options]",
+        description="Starts the installed pyspark's Spark Connect server with the extension, "
+                    "until Ctrl-C. Other options go to spark-submit.")
+    p.add_argument("--port", type=int, default=CONNECT_PORT, help=f"default {CONNECT_PORT}")
+    p.add_argument("--host", default=LOOPBACK, help=f"the address to listen on (default {LOOPBACK})")
+    p.add_argument("--all-interfaces", action="store_true",
+                   help="Spark 3.5 only: start its server, which listens on every interface")
+    p.set_defaults(run=_cmd_connect_server, spark_submit_options=[])
+
+    p = sub.add_parser(
+        "sql-server", help="start Spark's Thrift JDBC/ODBC server with the extension",
+        usage="hive-join-opts sql-server [--port N] [--host ADDRESS] [spark-submit options]",
+        description="Starts the installed pyspark's Thrift JDBC/ODBC server (beeline, BI tools, "
+                    "dbt) with the extension, until Ctrl-C. Other options go to spark-submit.")
+    p.add_argument("--port", type=int, default=THRIFT_PORT, help=f"default {THRIFT_PORT}")
+    p.add_argument("--host", default=LOOPBACK, help=f"the address to listen on (default {LOOPBACK})")
+    p.set_defaults(run=_cmd_sql_server, spark_submit_options=[])
 
     p = sub.add_parser("explain", help="show the rewritten plan of a query and the rules' decisions")
     p.add_argument("--sql", help="the query text")
@@ -181,7 +227,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    # The servers pass the options they do not know on to spark-submit.
+    if hasattr(args, "spark_submit_options"):
+        args.spark_submit_options = rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         return args.run(args)
     except Exception as e:  # a bad query or a missing JAR: the message, not a traceback
@@ -189,9 +241,10 @@ def main(argv: list[str] | None = None) -> int:
 
         from ._jar import JarNotFoundError, UnsupportedSparkError
         from ._session import HiveJoinOptsNotLoadedError
+        from .servers import ServerError
 
         known = (PySparkException, JarNotFoundError, HiveJoinOptsNotLoadedError,
-                 UnsupportedSparkError, ValueError)
+                 UnsupportedSparkError, ValueError, ServerError)
         if not isinstance(e, known):
             raise
         print(f"hive-join-opts {args.command}: {e}", file=sys.stderr)

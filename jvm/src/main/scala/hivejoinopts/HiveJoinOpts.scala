@@ -12,6 +12,7 @@ import org.apache.spark.sql.execution.{CommandExecutionMode, SQLExecution}
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.log.{Decision, DecisionLog, PlanningWork}
 import hivejoinopts.rules.HiveJoinOptsRule
+import hivejoinopts.state.ExtensionState
 
 /** A query's rewritten plans next to the decisions the rules made while planning it. */
 final case class Explanation(
@@ -131,6 +132,17 @@ object HiveJoinOpts extends Logging {
   def lastPlanningWorkJson(session: SparkSession): String = DecisionLog.workJson(
     DecisionLog.last(session).map(_.workMillis)
       .getOrElse(("totalMs" -> 0L) +: PlanningWork.all.map(_.name -> 0L)))
+
+  /**
+   * What the decision log holds for every session of the driver together, and its bounds, as
+   * JSON: queries, decisions, maxQueries, maxDecisions.
+   */
+  def decisionLogFootprintJson: String = {
+    val (queries, decisions) = DecisionLog.footprint
+    s"""{"queries": $queries, "decisions": $decisions, """ +
+      s""""maxQueries": ${ExtensionState.MaxLoggedQueries}, """ +
+      s""""maxDecisions": ${ExtensionState.MaxLoggedDecisions}}"""
+  }
 
   /** Every flag as JSON (key, default, version, doc), for the Python package and the docs. */
   def flagsJson: String = {

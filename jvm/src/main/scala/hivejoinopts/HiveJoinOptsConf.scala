@@ -5,6 +5,8 @@ import scala.collection.mutable
 import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.internal.SQLConf
 
+import hivejoinopts.state.ExtensionState
+
 /**
  * Every flag of hive-join-opts. Each is declared once here with its doc, the version that added
  * it, its type, the values it accepts and its default. Declaring a flag registers it with Spark,
@@ -45,7 +47,10 @@ object HiveJoinOptsConf {
     V010, default = false))
 
   val DECISION_LOG_MAX_QUERIES: Flag[Int] = flag(Flag.int(PREFIX + "decisionLog.maxQueries",
-    "How many queries' decisions the driver keeps; the oldest are dropped first.",
+    "How many of a session's latest queries the driver keeps decisions for; the oldest are " +
+      "dropped first. Over all sessions together (a server's clients) the driver keeps at most " +
+      s"${ExtensionState.MaxLoggedQueries} queries and ${ExtensionState.MaxLoggedDecisions} " +
+      "decisions.",
     V010, default = 100, _ > 0, "Must be a positive number of queries."))
 
   val DECISION_LOG_MAX_DECISIONS_PER_QUERY: Flag[Int] = flag(Flag.int(

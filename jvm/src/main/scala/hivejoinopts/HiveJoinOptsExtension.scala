@@ -8,6 +8,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, GroupByCastJoinKey, MergeSameKeyAggregates, PruneRepeatedInSubquery}
+import hivejoinopts.log.{DecisionsTable, ResolveDecisionsTable}
 import hivejoinopts.mapjoinpruning.JoinKeyValuePushdown
 import hivejoinopts.skew.{ResolveSkewHint, SkewHintNames, SkewJoinSplit}
 import hivejoinopts.skew.runtime.{CountShuffledJoinKeys, SkewJoinRuntimeSplit}
@@ -59,6 +60,14 @@ object HiveJoinOptsExtension {
 
   /** Every rule of the extension, in the order it is injected. */
   private[hivejoinopts] val rules: Seq[ExtensionRule] = Seq(
+    // ---- the decision log, in SQL ----
+    // A table function for every session (a server's clients included), answered in analysis
+    // by a rule of the calling session, which reads that session's queries only.
+    ExtensionRule.atStart(s"${DecisionsTable.Name}()", "a table function") { ext =>
+      ext.injectTableFunction(DecisionsTable.description)
+      ext.injectResolutionRule(ResolveDecisionsTable)
+    },
+
     // ---- correlation ----
     // End of analysis: two IN subqueries are still as the query wrote them. The optimizer
     // optimizes each subquery on its own, with every rule below, before the query around them.

@@ -15,6 +15,7 @@ import org.apache.spark.sql.execution.SQLExecution
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.state.ExtensionState
 
 /** What a rule did with one candidate. */
 sealed abstract class Outcome(val name: String) {
@@ -64,20 +65,46 @@ final class QueryDecisions private[log] (
     val queryId: Long,
     session: WeakReference[SparkSession],
     tracker: WeakReference[QueryPlanningTracker],
-    maxDecisions: Int) {
+    maxDecisions: Int,
+    /** When the extension first saw the query, in milliseconds since the epoch. */
+    val startedAtMs: Long) {
 
   private val byKey = mutable.LinkedHashMap.empty[(String, String, Outcome, String), Decision]
   // Hashes of the decisions that did not fit, so that a revisit is not counted twice.
   private val droppedKeys = mutable.HashSet.empty[Int]
+  // False once the log has let the query go: its decisions no longer count against the log's
+  // bound, though a thread still planning it may add to them.
+  private var kept = true
+  @volatile private var described: Option[String] = None
 
   private[log] def belongsTo(s: SparkSession): Boolean = session.get() eq s
   private[log] def isFor(t: QueryPlanningTracker): Boolean = tracker.get() eq t
+  /** The session was closed and collected: nothing can read this query's decisions any more. */
+  private[log] def sessionGone: Boolean = session.get() == null
 
-  private[log] def add(d: Decision): Unit = synchronized {
+  /**
+   * Adds `d`, and counts it in `held` (the decisions the log holds) when it is new and the log
+   * still keeps the query; returns the count after that, or None.
+   */
+  private[log] def add(d: Decision, held: AtomicLong): Option[Long] = synchronized {
     val key = (d.rule, d.candidate, d.outcome, d.reason)
-    if (byKey.contains(key) || byKey.size < maxDecisions) byKey(key) = d
+    val isNew = !byKey.contains(key)
+    if (!isNew || byKey.size < maxDecisions) byKey(key) = d
     else if (droppedKeys.size < QueryDecisions.MaxDroppedTracked) droppedKeys += key.hashCode
+    if (isNew && byKey.contains(key) && kept) Some(held.incrementAndGet()) else None
   }
+
+  /** Lets the query go; returns how many decisions the log held for it. */
+  private[log] def release(): Int = synchronized {
+    kept = false
+    byKey.size
+  }
+
+  /** The query's text (its SQL, or a summary of its plan), as the first rule that saw it had it. */
+  def text: Option[String] = described
+
+  private[log] def describe(text: => String): Unit =
+    if (described.isEmpty) described = Some(text)
 
   def decisions: Seq[Decision] = synchronized(byKey.values.toList)
 
@@ -115,6 +142,12 @@ object DecisionLog {
   private val queries = new java.util.ArrayDeque[QueryDecisions]()
   private val nextId = new AtomicLong(1)
   private val current = new ThreadLocal[QueryDecisions]
+  // Decisions held by the kept queries of every session (see ExtensionState's bounds).
+  private val decisionsHeld = new AtomicLong(0)
+  // Queries that read the decision log itself: planned without a record, so that reading the
+  // log does not push a session's own queries out of it.
+  private val unlogged = java.util.Collections.synchronizedMap(
+    new java.util.WeakHashMap[QueryPlanningTracker, java.lang.Boolean]())
 
   /**
    * Binds the calling thread to the query Spark is planning, starting its record if new. While
@@ -144,8 +177,28 @@ object DecisionLog {
       current.set(started)
       started
     }
-    target.add(decision)
+    if (target.add(decision, decisionsHeld).exists(_ > ExtensionState.MaxLoggedDecisions)) {
+      queries.synchronized(evict())
+    }
   }
+
+  /**
+   * Gives the query the calling thread plans its text, when it has none yet: `text` is asked
+   * for once per query.
+   */
+  def describe(session: SparkSession, text: => String): Unit = {
+    val cur = current.get()
+    if (cur != null && cur.belongsTo(session)) cur.describe(text)
+  }
+
+  /** The query planned under `tracker` gets no record: it reads the decision log. */
+  def leaveOut(tracker: QueryPlanningTracker): Unit = queries.synchronized {
+    unlogged.put(tracker, java.lang.Boolean.TRUE)
+    queries.asScala.filter(_.isFor(tracker)).toList.foreach(drop)
+  }
+
+  /** How many queries, and decisions in all, the log holds for every session together. */
+  def footprint: (Int, Long) = queries.synchronized((queries.size, decisionsHeld.get()))
 
   /**
    * Runs `body`, work of the extension's own while planning, and adds its time to the query
@@ -176,7 +229,7 @@ object DecisionLog {
 
   /** Forgets every query of `session`. */
   def clear(session: SparkSession): Unit = queries.synchronized {
-    queries.removeIf(_.belongsTo(session))
+    queries.asScala.filter(_.belongsTo(session)).toList.foreach(drop)
     val cur = current.get()
     if (cur != null && cur.belongsTo(session)) current.remove()
   }
@@ -191,12 +244,33 @@ object DecisionLog {
           nextId.getAndIncrement(),
           new WeakReference(session),
           new WeakReference(tracker.orNull),
-          HiveJoinOptsConf.DECISION_LOG_MAX_DECISIONS_PER_QUERY(conf))
-        queries.addLast(started)
-        val maxQueries = HiveJoinOptsConf.DECISION_LOG_MAX_QUERIES(conf)
-        while (queries.size > maxQueries) queries.removeFirst()
+          HiveJoinOptsConf.DECISION_LOG_MAX_DECISIONS_PER_QUERY(conf),
+          System.currentTimeMillis())
+        if (!tracker.exists(unlogged.containsKey)) {
+          queries.addLast(started)
+          // Each session keeps its own latest queries, whatever the other sessions run.
+          val own = queries.asScala.filter(_.belongsTo(session)).toList
+          own.take(own.size - HiveJoinOptsConf.DECISION_LOG_MAX_QUERIES(conf)).foreach(drop)
+          evict()
+        }
         started
       }
+  }
+
+  /**
+   * Lets go of the queries of closed sessions, then of the oldest queries while all sessions
+   * together hold more than the log's bounds. Called holding the `queries` lock.
+   */
+  private def evict(): Unit = {
+    queries.asScala.filter(_.sessionGone).toList.foreach(drop)
+    while (!queries.isEmpty && (queries.size > ExtensionState.MaxLoggedQueries ||
+        decisionsHeld.get() > ExtensionState.MaxLoggedDecisions)) {
+      drop(queries.peekFirst())
+    }
+  }
+
+  private def drop(q: QueryDecisions): Unit = if (queries.remove(q)) {
+    decisionsHeld.addAndGet(-q.release())
   }
 
   /** A JSON array of decisions, for the Python package. */

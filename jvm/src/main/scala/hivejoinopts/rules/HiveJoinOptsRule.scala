@@ -12,7 +12,7 @@ import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.{HiveJoinOptsAnalysisException, HiveJoinOptsConf}
 import hivejoinopts.HiveJoinOptsConf.Family
-import hivejoinopts.log.{Decision, DecisionLog, Outcome}
+import hivejoinopts.log.{Decision, DecisionLog, Outcome, QueryText}
 
 /**
  * The base of every rule of hive-join-opts. It
@@ -45,6 +45,10 @@ abstract class HiveJoinOptsRule[T <: TreeNode[T]] extends Rule[T] with Logging {
     // Queries the rules themselves run while planning are left as Spark plans them.
     if (!HiveJoinOptsConf.enabled(conf) || InternalQuery.active(session)) return plan
     DecisionLog.enter(session)
+    plan match {
+      case logical: LogicalPlan => DecisionLog.describe(session, QueryText.of(logical))
+      case _ =>
+    }
     if (!HiveJoinOptsConf.ruleEnabled(conf, family, flag)) return plan
     try rewrite(plan) catch {
       case e: HiveJoinOptsAnalysisException => throw e

@@ -30,6 +30,14 @@ object ExtensionState {
   /** Columns named by SKEW hints, per session. */
   val MaxHintedColumnsPerSession = 4096
 
+  /**
+   * The decision log, over every session of the driver (a server's clients included): at most
+   * this many queries and decisions. Each session also keeps no more than its own
+   * `decisionLog.maxQueries`, and a closed session's queries go once the JVM has collected it.
+   */
+  val MaxLoggedQueries = 2000
+  val MaxLoggedDecisions: Long = 100000L
+
   private val registered = mutable.ArrayBuffer.empty[() => Unit]
 
   private def register(clear: () => Unit): Unit = synchronized(registered += clear)
