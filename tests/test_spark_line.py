@@ -57,6 +57,32 @@ def test_each_rule_family_fires_with_the_same_rows(tables, rule):
         assert any(d.rule == rule and d.fired for d in hive_join_opts.last_decisions(spark))
 
 
+# The run-time skew split on the line's adaptive execution: a left outer join whose
+# null-supplying side holds the heavy key (half of line_facts, read by many scan tasks), planned
+# for 64 task slots; Spark's own skew handling cannot split this side.
+RUNTIME_SPLIT = (
+    {"spark.sql.autoBroadcastJoinThreshold": "-1", "spark.sql.adaptive.enabled": "true",
+     "spark.sql.files.maxPartitionBytes": "16384", "spark.sql.files.openCostInBytes": "0",
+     "spark.sql.shuffle.partitions": "16", P + "skewJoin.taskSlots": "64",
+     P + "skewJoin.runtime.minKeyBytes": "0"},
+    "SELECT d.k, d.g, f.v FROM line_dims d LEFT OUTER JOIN line_facts f ON d.k = f.k")
+
+
+def test_the_runtime_skew_split_fires_with_the_same_rows(tables):
+    spark = tables
+    conf, sql = RUNTIME_SPLIT
+    with spark_conf(spark, {**conf, P + "enabled": "false"}):
+        off = spark.sql(sql)
+        off = spark.createDataFrame(off.collect(), off.schema)
+    with spark_conf(spark, {**conf, P + "enabled": "true"}):
+        on = spark.sql(sql)
+        # Its decision is taken while the query runs: explain runs it.
+        explanation = hive_join_opts.explain(on, execute=True, print_=False)
+        fired = [d for d in explanation.decisions if d.rule == "SkewJoinRuntimeSplit" and d.fired]
+        assert fired and fired[0].numbers["keys"].startswith("3"), explanation.decisions
+        assert_df_equality(on, off, ignore_row_order=True, ignore_nullable=True)
+
+
 def test_the_jar_is_the_one_for_this_spark_line(spark):
     line = spark_line(spark.version)
     info = hive_join_opts.build_info()
