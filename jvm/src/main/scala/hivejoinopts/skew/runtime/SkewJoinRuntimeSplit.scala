@@ -147,8 +147,13 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
     val left = heavyOn(l)
     val right = heavyOn(r)
     val byKey = mutable.LinkedHashMap.empty[Seq[Any], HeavyKey]
+    // Values compared as the join compares them: bytes by content, and a NaN equal to itself
+    // (the keys are normalized, so each NaN has one bit pattern), lest a key heavy on both
+    // sides become two keys, each split on its own.
     def comparable(values: Seq[Any]) = values.map {
       case bytes: Array[Byte] => bytes.toSeq
+      case d: Double => java.lang.Double.doubleToLongBits(d) -> "double"
+      case f: Float => java.lang.Float.floatToIntBits(f) -> "float"
       case v => v
     }
     left.foreach { case (v, rows, share, p) =>

@@ -151,6 +151,19 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("a NaN key heavy on both sides is one key: its rows are joined once") {
+    withRuntimeConf() {
+      spark.range(0, 3000).selectExpr("CASE WHEN id % 2 = 0 THEN double('NaN') ELSE id END AS d",
+        "id AS v").repartition(3).createOrReplaceTempView("nan_big")
+      spark.range(0, 400).selectExpr("CASE WHEN id % 2 = 0 THEN double('NaN') ELSE id END AS d",
+        "id AS u").repartition(4).createOrReplaceTempView("nan_other")
+      val q = "SELECT count(*), sum(v), sum(u) FROM nan_big JOIN nan_other ON nan_big.d = nan_other.d"
+      checkSameAnswer(sql(q))
+      val split = splitFired(sql(q))
+      assert(split.size == 1 && number(split.head, "keys").split("NaN").length == 2, split)
+    }
+  }
+
   test("the preserved side's NULL keys spread: same rows") {
     withRuntimeConf() {
       // Without key 7, the NULL keys (300 of big's rows, one partition) are what holds back.
