@@ -38,6 +38,9 @@ class HiveSkewMetadataSuite extends QueryTest with SessionConf {
         s"jdbc:derby:;databaseName=$dir/metastore;create=true")
       .config(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key, "-1")
       .config(HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key, "false")
+      // The planning-time split's reading of Hive's SKEWED BY; the run-time split would take
+      // these unclustered keys.
+      .config(HiveJoinOptsConf.SKEW_JOIN_RUNTIME_ENABLED.key, "false")
       .enableHiveSupport()
       .getOrCreate()
     sql("CREATE TABLE hive_big (k BIGINT, k2 STRING, v BIGINT) STORED AS PARQUET")
