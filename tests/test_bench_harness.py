@@ -130,9 +130,11 @@ def test_a_speedup_is_the_median_of_the_rounds_ratios():
     assert paired_speedup([1000, 900], [500, 900]) == 1.5
 
 
-def test_warm_up_rounds_are_run_but_not_timed(monkeypatch):
+def _recording_bench(monkeypatch):
+    """A Bench whose runs record the configuration they ran in (`order`) and last 100 ms per
+    run made so far, without Spark."""
     from hive_join_opts import _session
-    from hive_join_opts.bench import model, runner
+    from hive_join_opts.bench import runner
 
     order = []
     bench = object.__new__(runner.Bench)
@@ -146,6 +148,13 @@ def test_warm_up_rounds_are_run_but_not_timed(monkeypatch):
 
     bench.spark = type("Spark", (), {"conf": Conf()})()
     monkeypatch.setattr(_session, "last_decisions", lambda spark: [])
+    return bench, order
+
+
+def test_warm_up_rounds_are_run_but_not_timed(monkeypatch):
+    from hive_join_opts.bench import model
+
+    bench, order = _recording_bench(monkeypatch)
     result = bench.measure(SimpleNamespace(tuned_conf=None), runs=2, warmup=3)
     # Five rounds, each configuration first in every other one; the last two are timed.
     spark, ext = model.SPARK, model.EXTENSION
@@ -168,21 +177,9 @@ def test_sampling_time_counts_the_samples_not_taken_from_the_cache():
 
 
 def test_a_scenario_with_a_tuned_baseline_runs_three_configurations_in_turn(monkeypatch):
-    from hive_join_opts import _session
-    from hive_join_opts.bench import model, runner
+    from hive_join_opts.bench import model
 
-    order = []
-    bench = object.__new__(runner.Bench)
-    bench._configure = lambda scenario, mode: order.append(mode)
-    bench._run = lambda scenario: run(100 * len(order), None, 10 * len(order))
-    bench.rows = lambda scenario, mode: [(1,)]
-
-    class Conf:
-        def set(self, key, value):
-            pass
-
-    bench.spark = type("Spark", (), {"conf": Conf()})()
-    monkeypatch.setattr(_session, "last_decisions", lambda spark: [])
+    bench, order = _recording_bench(monkeypatch)
     result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}), runs=2, warmup=1)
     spark, ext, tuned = model.SPARK, model.EXTENSION, model.TUNED
     # Each configuration goes first in turn; the warm-up round is not timed.
