@@ -34,12 +34,8 @@ private[runtime] object Branch {
       mode: SplitMode,
       keys: Seq[HeavyKey],
       target: Long): Option[Branch] = {
-    // A partition's bytes, or its keys' estimate where map statuses report average blocks.
-    def bytes(in: StageInput, p: Int): Double = math.max(in.partitionBytes(p).toDouble,
-      keys.filter(_.partition == p).map(k => in.totalBytes * (if (in eq l) k.leftShare
-        else k.rightShare)).sum)
-    def pieces(in: StageInput, p: Int): Option[Seq[ShufflePartitionSpec]] =
-      SplitPieces(in.shuffleId, p, math.ceil(bytes(in, p) / target).toInt)
+    def pieces(in: StageInput, p: Int): Option[Seq[ShufflePartitionSpec]] = SplitPieces(
+      in.shuffleId, p, math.ceil(in.bytesOf(p, keys, if (in eq l) LeftSide else RightSide) / target).toInt)
     // Per partition of the keys: the specs of both sides' reads, task by task.
     val perPartition = keys.groupBy(_.partition).toSeq.sortBy(_._1).flatMap { case (p, ks) =>
       val specs: Option[(Seq[ShufflePartitionSpec], Seq[ShufflePartitionSpec])] = mode match {
@@ -78,6 +74,34 @@ private[runtime] object Branch {
       case SplitMode.NullRows(_) => None
     }
     Some(Branch(mode, kept, if (plan.isEmpty) Nil else tasks, plan))
+  }
+
+  /**
+   * The branch joining the whole partitions of `keys` split on `split`'s side with the join's
+   * own type ([[SplitMode.WholePartition]]), pieces of about `target` bytes; None when no
+   * partition can be cut in pieces.
+   */
+  def wholePartitions(
+      j: ShuffledJoin,
+      l: StageInput,
+      r: StageInput,
+      split: JoinSide,
+      keys: Seq[HeavyKey],
+      target: Long): Option[Branch] = {
+    val in = split.pick(l, r)
+    val other = split.other.pick(l, r)
+    val perPartition = keys.groupBy(_.partition).toSeq.sortBy(_._1).flatMap { case (p, ks) =>
+      SplitPieces(in.shuffleId, p, math.ceil(in.bytesOf(p, keys, split) / target).toInt)
+        .map(pieces => (p, ks, pieces))
+    }
+    if (perPartition.isEmpty) return None
+    val pieces = perPartition.flatMap(_._3)
+    val copies = perPartition.flatMap { case (p, _, ps) => Seq.fill(ps.size)(other.whole(p)) }
+    val (lSpecs, rSpecs) = split.pick((pieces, copies), (copies, pieces))
+    val plan = SkewJoinRuntimeSplit.asSplit(j.withNewChildren(Seq(l.sortedRead(lSpecs),
+      r.sortedRead(rSpecs))))
+    Some(Branch(SplitMode.WholePartition(split, j.joinType), perPartition.flatMap(_._2),
+      perPartition.flatMap { case (p, _, ps) => Seq.fill(ps.size)(p) }, Some(plan)))
   }
 
   /**

@@ -17,7 +17,11 @@ private[runtime] final case class HeavyKey(
     leftRows: Long,
     rightRows: Long,
     leftShare: Double,
-    rightShare: Double)
+    rightShare: Double) {
+
+  /** The bytes of the key's rows on `side` of the join, read from `in`. */
+  def bytesOn(side: JoinSide, in: StageInput): Double = in.totalBytes * side.pick(leftShare, rightShare)
+}
 
 /** Predicates on key tuples, and the partition a tuple lands in. */
 private[runtime] object HeavyKeys {

@@ -23,22 +23,26 @@ import hivejoinopts.rules.Attempt.{decline, declineIf}
  * Splits a skewed shuffled join while the query runs, key by key, as Hive's run-time skew join
  * does: once both of the join's input stages have completed, the keys their map tasks wrote
  * most of ([[CountShuffledJoinKeys]]) are known, and a key whose partition would hold the stage
- * back is joined in tasks of its own. The rest of its partition, and every other partition, is
- * joined once, as Spark planned it.
+ * back is joined in tasks of its own. The other keys of its partition are shuffled again over a
+ * few tasks ([[Remainder]]); every other partition is joined once, as Spark planned it.
  * {{{
  *   SortMergeJoin type [k], [k']              Union
- *   :- Sort                                   :- SortMergeJoin type [k], [k']      rest
- *   :  +- ShuffleQueryStage B         =>      :  :- Sort
- *   +- Sort                                   :  :  +- Filter k NOT IN H
- *      +- ShuffleQueryStage O                 :  :     +- ShuffleQueryStage B
- *                                             :  +- Sort
- *                                             :     +- Filter k' NOT IN H
- *                                             :        +- ShuffleQueryStage O
+ *   :- Sort                                   :- SortMergeJoin type [k], [k']      rest: all
+ *   :  +- ShuffleQueryStage B         =>      :  :- Sort                           partitions
+ *   +- Sort                                   :  :  +- ShuffleRead B (but P)       but H's, P
+ *      +- ShuffleQueryStage O                 :  +- Sort
+ *                                             :     +- ShuffleRead O (but P)
+ *                                             :- SortMergeJoin type [k], [k']      remainder:
+ *                                             :  :- Sort                           P's other
+ *                                             :  :  +- Exchange hash(k, few)       keys
+ *                                             :  :     +- Filter k NOT IN H
+ *                                             :  :        +- ShuffleRead B (P, pieces)
+ *                                             :  +- (the same of O)
  *                                             +- ShuffledHashJoin type' [k], [k']   heavy keys H
  *                                                :- Filter k IN H                     B's blocks of
- *                                                :  +- ShuffleRead B (pieces)         H's partition,
- *                                                +- Filter k' IN H                    a map range
- *                                                   +- ShuffleRead O (whole, again)   per task
+ *                                                :  +- ShuffleRead B (pieces)         P, a map
+ *                                                +- Filter k' IN H                    range per
+ *                                                   +- ShuffleRead O (P, whole)       task
  * }}}
  * The heavy keys' rows of the skewed side B are read in pieces, a range of B's map tasks each,
  * and each piece is joined with all of O's rows of those keys; O's partition is read once per
@@ -47,6 +51,12 @@ import hivejoinopts.rules.Attempt.{decline, declineIf}
  * kept unmatched, unless the keys alone are compared (then each of its rows of the key matches
  * one of the skewed side's). Both sides heavy on one key are spread both, piece by piece. A
  * preserved side's rows with a NULL key, which match nothing, are spread and kept as they are.
+ * No task reads the heavy partitions whole: the remainder reads them in pieces too, and joins
+ * their other keys after a shuffle of those rows alone, so it is exact for every join type.
+ * Where the join may copy the other side (inner, semi and anti joins, an outer join's preserved
+ * side spread) and nothing above the join is a further join, a heavy partition is spread whole
+ * instead, as Spark's own skew split does ([[SplitMode.WholePartition]]): each piece of it is
+ * joined with all of the other side's partition, and the partition is read once.
  *
  * The operators above the join in its stage that rely on its partitioning (a GROUP BY on the key,
  * a further join on it) are copied into each branch ([[JoinRegion]]): the rest keeps the join's
@@ -213,8 +223,22 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
     val target = math.max(stage.evenBytes,
       math.min(MinPieceBytes, SKEW_JOIN_RUNTIME_MIN_KEY_BYTES(conf).toDouble)).max(1.0).toLong
     val keyNumbers = numbers ++ found.keyNumbers
-    val groups = found.keys.groupBy(_._2).toSeq.map { case (mode, keys) => mode -> keys.map(_._1) }
-    val built = groups.flatMap { case (mode, keys) => Branch(j, l, r, mode, keys, target) } ++
+    val nullPartition = found.nullSide.map(s =>
+      HeavyKeys.partitionOf(Seq(null), s.pick(l, r).keys, stage.n))
+    // Partitions whose keys are all spread on one side with the join's own type: spread whole.
+    val wholeSide: Map[Int, JoinSide] = if (region.follows.nonEmpty) Map.empty else {
+      found.keys.groupBy(_._1.partition).flatMap { case (p, keys) =>
+        val sides = keys.map { case (_, mode) => SplitMode.spreadsWholePartition(mode, j.joinType) }
+        if (sides.forall(_.isDefined) && sides.distinct.size == 1 && !nullPartition.contains(p)) {
+          Some(p -> sides.head.get)
+        } else None
+      }
+    }
+    val (wholeKeys, keyLevel) = found.keys.partition { case (k, _) => wholeSide.contains(k.partition) }
+    val groups = keyLevel.groupBy(_._2).toSeq.map { case (mode, keys) => mode -> keys.map(_._1) }
+    val built = wholeKeys.groupBy { case (k, _) => wholeSide(k.partition) }.toSeq.flatMap {
+      case (side, keys) => Branch.wholePartitions(j, l, r, side, keys.map(_._1), target)
+    } ++ groups.flatMap { case (mode, keys) => Branch(j, l, r, mode, keys, target) } ++
       found.nullSide.flatMap(side => Branch.nullRows(j, l, r, side, stage, target))
     val tasks = built.map(_.tasks.size).sum
     val allKeys = built.flatMap(_.keys)
@@ -227,12 +251,26 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
         "tasks, over skewJoin.runtime.maxTasks", keyNumbers: _*)
       _ <- declineIf(follow.exists(_._2.contains(None)))("a further join above it compares the " +
         "key with other keys", keyNumbers: _*)
+      nullSide = built.flatMap(_.nullSide).headOption
+      // The heavy keys' partitions the branches and the remainder read (the other keys'),
+      // and those spread whole: the rest reads neither.
+      (whole, keyed) = built.partition(_.mode.isInstanceOf[SplitMode.WholePartition])
+      wholeParts = whole.flatMap(_.keys.map(_.partition)).toSet
+      parts = (keyed.flatMap(_.keys.map(_.partition)) ++ nullSide.flatMap(_ => nullPartition))
+        .distinct.sorted
+      rest <- restOf(j, l, r, region, parts.toSet ++ wholeParts).toRight(Declined("the inputs of the join " +
+        "and of a join above it are not read in the same tasks", keyNumbers))
     } yield {
       val otherValues = follow.map { case (f, vs) => f.join -> vs.flatten }.toMap
-      val nullSide = built.flatMap(_.nullSide).headOption
-      val rest = restOf(j, l, r, allKeys, nullSide)
-      val restRegion = region.copyWith(rest, (f, child) => f.withInputs(child,
-        f.other.filtered(Not(HeavyKeys.isOneOf(f.other.keys, otherValues(f.join))))))
+      def notFollowed(f: FollowingJoin) = Not(HeavyKeys.isOneOf(f.other.keys, otherValues(f.join)))
+      val remainder = if (parts.isEmpty) None
+        else Some(Remainder(j, l, r, allKeys, parts, kept(allKeys, nullSide), target))
+      val remainderRegion = remainder.map { remainder =>
+        remainder.join.setTagValue(Rest, ())
+        remainder.planned(region.copyWith(remainder.join, (f, child) =>
+          f.withInputs(child, remainder.shuffled(f.other.readOf(parts.map(f.other.whole),
+            notFollowed(f)), f.side.other.pick(f.join.leftKeys, f.join.rightKeys)))))
+      }
       val heavyRegions = built.flatMap { b =>
         b.plan.map { heavy =>
           val keys = b.keys.map(_.values)
@@ -242,38 +280,53 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
           smallShuffles(EnsureRequirements()(copied), b.tasks.size)
         }
       }
-      val union = UnionExec(restRegion +: heavyRegions)
+      val union = UnionExec(rest.toSeq ++ remainderRegion ++ heavyRegions)
       val top = region.top
       val newRoot = if (root eq top) union else root.transformUp {
         case n if n eq top => union
       }
       Rewrite(newRoot, s"${allKeys.size} heavy key(s)" +
         nullSide.map(s => s" and the NULL keys of the $s side").getOrElse("") +
-        s" joined in $tasks tasks of their own, the rest as planned",
+        s" joined in $tasks tasks of their own" + remainder.map(m => ", the other keys of " +
+          s"their partitions in ${m.tasks}").getOrElse("") + ", the rest as planned",
         keyNumbers ++ Seq(
           "splitTasks" -> tasks,
-          "modes" -> built.map(_.mode).distinct.mkString("; "),
-          "rereadBytes" -> built.flatMap(_.tasks).distinct.map(p =>
-            l.partitionBytes(p) + r.partitionBytes(p)).sum) ++
+          "modes" -> built.map(_.mode).distinct.mkString("; ")) ++
+          remainder.toSeq.flatMap(m => Seq("remainderReads" -> m.reads, "remainderJoins" -> m.tasks)) ++
+          Seq("rereadBytes" -> parts.map(p => l.partitionBytes(p) + r.partitionBytes(p)).sum) ++
           (if (region.top ne j) Seq("copiedAbove" -> region.path.init.map(_.nodeName).mkString(", "))
           else Nil))
     }
   }
 
-  /** The join of every row but those the branches read, as Spark planned it. */
+  /** What the rest and the remainder keep of `in`: rows the branches do not read. */
+  private def kept(keys: Seq[HeavyKey], nullSide: Option[JoinSide])(in: StageInput, side: JoinSide)
+      : Expression = {
+    val notHeavy = Not(HeavyKeys.isOneOf(in.keys, keys.map(_.values)))
+    if (nullSide.contains(side)) And(notHeavy, Not(HeavyKeys.anyNull(in.keys))) else notHeavy
+  }
+
+  /**
+   * The join of every partition but `parts` (those the branches and the remainder read), with
+   * the region above it, as Spark planned it: Some(None) when no other partition is left, None
+   * when its inputs would not stay aligned.
+   */
   private def restOf(
       j: ShuffledJoin,
       l: StageInput,
       r: StageInput,
-      keys: Seq[HeavyKey],
-      nullSide: Option[JoinSide]): SparkPlan = {
-    def kept(in: StageInput, side: JoinSide) = {
-      val notHeavy = Not(HeavyKeys.isOneOf(in.keys, keys.map(_.values)))
-      if (nullSide.contains(side)) And(notHeavy, Not(HeavyKeys.anyNull(in.keys))) else notHeavy
-    }
-    val rest = j.withNewChildren(Seq(l.filtered(kept(l, LeftSide)), r.filtered(kept(r, RightSide))))
-    rest.setTagValue(Rest, ())
-    rest
+      region: JoinRegion,
+      parts: Set[Int]): Option[Option[SparkPlan]] = {
+    val inputs = Seq(l, r) ++ region.follows.map(_.other)
+    val reads = inputs.map(_.without(parts))
+    if (reads.forall(_.isEmpty)) Some(None)
+    else if (reads.exists(_.isEmpty)) None
+    else Some(Some {
+      val rest = j.withNewChildren(reads.take(2).flatten)
+      rest.setTagValue(Rest, ())
+      val others = region.follows.zip(reads.drop(2).flatten)
+      region.copyWith(rest, (f, child) => f.withInputs(child, others.find(_._1 eq f).get._2))
+    })
   }
 
   /**
@@ -331,11 +384,15 @@ object SkewJoinRuntimeSplit {
    * The shuffles `EnsureRequirements` put into a branch (between a partial and a final
    * aggregate): at most one partition per task of the branch, whose few rows they carry.
    */
-  def smallShuffles(plan: SparkPlan, tasks: Int): SparkPlan = plan.transformUp {
+  def smallShuffles(plan: SparkPlan, tasks: Int): SparkPlan =
+    withShufflePartitions(plan, n => math.min(n, math.max(1, tasks)))
+
+  /** Each hash shuffle of `plan`, outside its query stages, into `partitions(n)` of its `n`. */
+  def withShufflePartitions(plan: SparkPlan, partitions: Int => Int): SparkPlan = plan.transformUp {
     case e: ShuffleExchangeExec => e.outputPartitioning match {
-      case h: HashPartitioning if h.numPartitions > tasks =>
+      case h: HashPartitioning if partitions(h.numPartitions) != h.numPartitions =>
         val args = e.productIterator.map(_.asInstanceOf[AnyRef]).toArray
-        args(0) = h.copy(numPartitions = math.max(1, tasks))
+        args(0) = h.copy(numPartitions = partitions(h.numPartitions))
         e.makeCopy(args)
       case _ => e
     }

@@ -31,6 +31,20 @@ private[runtime] object SplitMode {
   final case class NullRows(split: JoinSide) extends SplitMode(s"NULL keys of the ${split} side")
 
   /**
+   * The heavy keys' whole partition, all its keys: the `split` side's rows in pieces, each
+   * joined with all of the other side's partition as `joinType`, as Spark's own skew split
+   * does. Exact where the join may copy the other side; it reads the partition once.
+   */
+  final case class WholePartition(split: JoinSide, joinType: JoinType)
+    extends SplitMode(s"${split} side's partition spread")
+
+  /** The side whose whole partition may be spread for a key split in `mode`, in a join of `t`. */
+  def spreadsWholePartition(mode: SplitMode, t: JoinType): Option[JoinSide] = mode match {
+    case Spread(split, joinType) if joinType == t && JoinSides(t).mayCopy(split.other) => Some(split)
+    case _ => None
+  }
+
+  /**
    * The mode for a key heavy on `heavy` sides of a join of type `t`, or why none is exact.
    * `equiOnly`: the join's condition is its keys alone, so a side with rows of the key has a
    * match for every row the other side has of it. `rowsAreFixed`: the inputs are deterministic,

@@ -6,6 +6,8 @@ import org.apache.spark.sql.execution.{CoalescedPartitionSpec, FilterExec, Shuff
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.exchange.ENSURE_REQUIREMENTS
 
+import hivejoinopts.plan.JoinSide
+
 /**
  * A shuffled join's input as its stage's plan reads it: a completed shuffle stage, read whole or
  * coalesced by adaptive execution, and sorted for a sort-merge join.
@@ -32,6 +34,13 @@ private[runtime] final case class StageInput(
 
   def partitionBytes(p: Int): Long = bytesByPartition(p)
 
+  /**
+   * Partition `p`'s bytes on this input, `side` of the join, or the estimate of the heavy `keys`
+   * it holds where map statuses report blocks at their average size.
+   */
+  def bytesOf(p: Int, keys: Seq[HeavyKey], side: JoinSide): Double = math.max(
+    partitionBytes(p).toDouble, keys.filter(_.partition == p).map(_.bytesOn(side, this)).sum)
+
   /** The input with only the rows that pass `condition`, read and sorted as before. */
   def filtered(condition: Expression): SparkPlan = {
     val kept = FilterExec(condition, read)
@@ -44,6 +53,35 @@ private[runtime] final case class StageInput(
 
   /** All of reducer partition `p`, for one task. */
   def whole(p: Int): CoalescedPartitionSpec = CoalescedPartitionSpec(p, p + 1, partitionBytes(p))
+
+  /** The reducer partitions each task of the join's read reads, in order. */
+  private def specs: Seq[CoalescedPartitionSpec] = read match {
+    case r: AQEShuffleReadExec => r.partitionSpecs.map(_.asInstanceOf[CoalescedPartitionSpec])
+    case _ => (0 until numPartitions).map(whole)
+  }
+
+  /**
+   * The input read and sorted as before but for reducer partitions `parts`, or None when it
+   * would read no partition. Inputs coalesced alike stay aligned: each task reads the same
+   * partitions of both.
+   */
+  def without(parts: Set[Int]): Option[SparkPlan] = {
+    val kept = specs.flatMap { c =>
+      val ids = (c.startReducerIndex until c.endReducerIndex).filterNot(parts)
+      // Runs of consecutive partitions: one task each, as they were coalesced.
+      ids.foldLeft(List.empty[(Int, Int)]) {
+        case ((s, e) :: done, p) if p == e => (s, p + 1) :: done
+        case (done, p) => (p, p + 1) :: done
+      }.reverse.map { case (s, e) => CoalescedPartitionSpec(s, e, (s until e).map(partitionBytes).sum) }
+    }
+    if (kept.isEmpty) None else Some(sortedRead(kept))
+  }
+
+  /** The stage read one task for each of `specs`, and sorted as the join's input was. */
+  def sortedRead(specs: Seq[ShufflePartitionSpec]): SparkPlan = {
+    val newRead = AQEShuffleReadExec(stage, specs)
+    sort.fold[SparkPlan](newRead)(s => s.withNewChildren(Seq(newRead)))
+  }
 }
 
 /** Matches a shuffled join's input that reads a completed shuffle stage: its [[StageInput]]. */
@@ -60,7 +98,7 @@ private[runtime] object StageInput {
   }
 
   private def ofRead(read: SparkPlan): Option[StageInput] = read match {
-    case r: AQEShuffleReadExec if !r.isLocalRead && !r.hasSkewedPartition =>
+    case r: AQEShuffleReadExec if r.isCoalescedRead && !r.isLocalRead && !r.hasSkewedPartition =>
       r.child match {
         case s: ShuffleQueryStageExec => of(read, s)
         case _ => None

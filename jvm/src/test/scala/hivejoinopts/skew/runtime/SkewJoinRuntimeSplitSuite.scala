@@ -1,8 +1,8 @@
 package hivejoinopts.skew.runtime
 
 import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.execution.{SparkPlan, UnionExec}
-import org.apache.spark.sql.execution.adaptive.ShuffleQueryStageExec
+import org.apache.spark.sql.execution.{CoalescedPartitionSpec, PartialReducerPartitionSpec, SparkPlan, UnionExec}
+import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
@@ -176,24 +176,59 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
     }
   }
 
-  test("a GROUP BY on the key above the join keeps its partitioning: no shuffle of the rest") {
+  // The heavy side preserved: its partition is spread whole; the heavy side null-supplying: the
+  // key alone, and the other keys of its partition in the remainder.
+  for ((from, whole) <- Seq("big LEFT OUTER JOIN small" -> true,
+      "small LEFT OUTER JOIN big" -> false)) {
+    val preserved = from.split(" ").head
+    test(s"a GROUP BY on the key above $from keeps its partitioning: no shuffle of the rest") {
+      withRuntimeConf() {
+        val q = s"SELECT $preserved.k, count(*), sum(small.w), sum(big.v) FROM $from " +
+          s"ON big.k = small.k GROUP BY $preserved.k"
+        checkSameAnswer(sql(q))
+        val plan = executedPlan(sql(q))
+        val union = unions(plan)
+        assert(union.size == 1, plan.treeString + runtimeDecisions(sql(q)).mkString("\n"))
+        val rest +: others = union.head.children
+        // The rest's aggregate reads the join directly: only the input stages are shuffled (the
+        // exchanges inside them are not the plan's own nodes).
+        assert(rest.collect { case e: ShuffleExchangeExec => e }.isEmpty, rest.treeString)
+        val decision = splitFired(sql(q)).head
+        val tasks = number(decision, "splitTasks").toInt
+        val modes = number(decision, "modes")
+        assert(modes.contains(if (whole) "left side's partition spread" else "right side spread"),
+          decision)
+        // The remainder (the key's partition's other keys; big's NULL keys' partition) has its
+        // inputs shuffled into its few joins, and its aggregate reads its join.
+        val remainder = decision.numbers.toMap.get("remainderJoins").map(_.toString.toInt)
+        assert(remainder.isDefined == (!whole || modes.contains("NULL keys")), decision)
+        remainder.foreach { joins =>
+          val shuffles = others.head.collect { case e: ShuffleExchangeExec => e }
+          assert(shuffles.map(_.outputPartitioning.numPartitions) == Seq.fill(2)(joins),
+            others.head.treeString)
+        }
+        val branches = if (remainder.isDefined) others.tail else others
+        // The heavy branches' partial aggregates meet in a shuffle of at most a partition a task.
+        val branchShuffles = branches.flatMap(c => c.collect { case e: ShuffleExchangeExec => e })
+        assert(branchShuffles.nonEmpty, union.head.treeString)
+        assert(branchShuffles.forall(_.outputPartitioning.numPartitions <= tasks))
+      }
+    }
+  }
+
+  test("a join that may copy the other side spreads the heavy partition whole, read once") {
     withRuntimeConf() {
-      val q = "SELECT big.k, count(*), sum(small.w) FROM big LEFT OUTER JOIN small " +
-        "ON big.k = small.k GROUP BY big.k"
-      checkSameAnswer(sql(q))
-      val df = sql(q)
-      val plan = executedPlan(df)
-      val union = unions(plan)
-      assert(union.size == 1, plan.treeString + runtimeDecisions(sql(q)).mkString("\n"))
-      val rest = union.head.children.head
-      // The rest's aggregate reads the join directly: only the input stages are shuffled (the
-      // exchanges inside them are not the plan's own nodes).
-      assert(rest.collect { case e: ShuffleExchangeExec => e }.isEmpty, rest.treeString)
-      val tasks = number(splitFired(sql(q)).head, "splitTasks").toInt
-      val branchShuffles = union.head.children.tail.flatMap(c =>
-        c.collect { case e: ShuffleExchangeExec => e })
-      assert(branchShuffles.nonEmpty, union.head.treeString)
-      assert(branchShuffles.forall(_.outputPartitioning.numPartitions <= tasks))
+      val q = "SELECT big.k, big.v, small.w FROM big JOIN small ON big.k = small.k"
+      val decision = splitFired(sql(q)).head
+      assert(number(decision, "modes") == "left side's partition spread", decision)
+      assert(number(decision, "rereadBytes") == "0", decision)
+      val union = unions(executedPlan(sql(q))).head
+      val Seq(rest, whole) = union.children
+      // Spark's join over pieces of the big side's partition, each with all of small's.
+      val reads = whole.collect { case r: AQEShuffleReadExec => r.partitionSpecs }
+      assert(reads.size == 2 && reads.forall(_.size > 1), whole.treeString)
+      assert(whole.collect { case f: org.apache.spark.sql.execution.FilterExec => f }.isEmpty,
+        whole.treeString)
     }
   }
 
@@ -267,10 +302,29 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("the rest leaves the heavy key's partition to the branch and the remainder") {
+    withRuntimeConf() {
+      val q = "SELECT big.k, big.v, small.w FROM big FULL OUTER JOIN small ON big.k = small.k"
+      val union = unions(executedPlan(sql(q))).head
+      def partitions(plan: SparkPlan): Set[Int] = plan.collect {
+        case r: AQEShuffleReadExec => r.partitionSpecs.flatMap {
+          case c: CoalescedPartitionSpec => c.startReducerIndex until c.endReducerIndex
+          case p: PartialReducerPartitionSpec => Seq(p.reducerIndex)
+          case other => fail(s"unexpected read $other")
+        }
+      }.flatten.toSet
+      val read = union.children.map(partitions)
+      val (rest, remainder, heavy) = (read.head, read(1), read.drop(2).reduce(_ ++ _))
+      assert(heavy.nonEmpty && remainder == heavy, union.treeString)
+      assert(rest.nonEmpty && (rest & heavy).isEmpty, union.treeString)
+    }
+  }
+
   test("the split's joins are not split again, and Spark's own skew split is left alone") {
     withRuntimeConf() {
       val plan = executedPlan(sql("SELECT big.k, small.w FROM big JOIN small ON big.k = small.k"))
       val joins = collect(plan) { case j: ShuffledJoin => j }
+      // Not split again: the rest is the one join by key (the partition is spread whole).
       assert(joins.count(_.isSkewJoin) >= 1 && joins.count(!_.isSkewJoin) == 1,
         plan.treeString + HiveJoinOpts.lastDecisions(spark).mkString("\n"))
       assert(collect(plan) { case s: ShuffleQueryStageExec => s }.nonEmpty)
