@@ -55,10 +55,11 @@ object BenchRunner extends AdaptiveSparkPlanHelper {
     collector.awaitIdle(10000)
 
     val plan = qe.executedPlan
-    val shuffles = collectWithSubqueries(plan) { case s: ShuffleExchangeLike => s }
-    val broadcasts = collectWithSubqueries(plan) { case b: BroadcastExchangeLike => b }
+    // A query stage a plan reads twice (a split join's branches) is counted once.
+    val shuffles = once(collectWithSubqueries(plan) { case s: ShuffleExchangeLike => s })
+    val broadcasts = once(collectWithSubqueries(plan) { case b: BroadcastExchangeLike => b })
     val reused = collectWithSubqueries(plan) { case r: ReusedExchangeExec => r }
-    val scans = collectWithSubqueries(plan) { case s: LeafExecNode if isScan(s) => s }
+    val scans = once(collectWithSubqueries(plan) { case s: LeafExecNode if isScan(s) => s })
 
     val out = new StringWriter()
     val gen = new JsonFactory().createGenerator(out)
@@ -80,6 +81,12 @@ object BenchRunner extends AdaptiveSparkPlanHelper {
     gen.writeEndObject()
     gen.close()
     out.toString
+  }
+
+  /** `nodes` without the repeats of one node object. */
+  private def once[T <: AnyRef](nodes: Seq[T]): Seq[T] = {
+    val seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap[T, java.lang.Boolean]())
+    nodes.filter(seen.add)
   }
 
   private def isScan(p: SparkPlan): Boolean = p match {

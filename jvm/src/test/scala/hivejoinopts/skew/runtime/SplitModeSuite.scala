@@ -49,6 +49,26 @@ class SplitModeSuite extends AnyFunSuite {
     }
   }
 
+  // The whole partition is spread only where the other side, all its keys, may be copied.
+  private val whole: Seq[(SplitMode, JoinType, Option[JoinSide])] = Seq(
+    (Spread(LeftSide, Inner), Inner, Some(LeftSide)),
+    (Spread(RightSide, Inner), Inner, Some(RightSide)),
+    (Spread(LeftSide, LeftOuter), LeftOuter, Some(LeftSide)),
+    (Spread(RightSide, RightOuter), RightOuter, Some(RightSide)),
+    (Spread(LeftSide, LeftSemi), LeftSemi, Some(LeftSide)),
+    (Spread(LeftSide, LeftAnti), LeftAnti, Some(LeftSide)),
+    // A copied preserved side is exact only for the key's rows, which all match.
+    (Spread(RightSide, Inner), LeftOuter, None),
+    (Spread(LeftSide, LeftOuter), FullOuter, None),
+    (Grid(Inner), Inner, None),
+    (LeftRowsOnly(LeftSemi), LeftSemi, None))
+
+  for ((mode, t, expected) <- whole) {
+    test(s"$mode in a ${t.sql} join: ${expected.fold("the key alone")(s => s"$s side's whole partition")}") {
+      assert(spreadsWholePartition(mode, t) == expected)
+    }
+  }
+
   test("inputs that are not deterministic: no split relies on every row of the key matching") {
     assert(SplitMode.of(LeftOuter, R, equiOnly = true, rowsAreFixed = false).isLeft)
     assert(SplitMode.of(LeftSemi, R, equiOnly = true, rowsAreFixed = false).isLeft)
