@@ -28,11 +28,22 @@ import hivejoinopts.plan.{JoinSide, LeftSide, RightSide}
  * @param join  the join of those rows, its inputs shuffled on its keys into `tasks` partitions
  * @param reads the pieces read from both stages
  */
-private[runtime] final case class Remainder(join: SparkPlan, tasks: Int, reads: Int) {
+private[runtime] final case class Remainder(
+    join: SparkPlan,
+    tasks: Int,
+    reads: Int,
+    template: ShuffleExchangeExec) {
 
-  /** `input` shuffled into this remainder's partitions on `keys`, as the join's inputs are. */
-  def shuffled(input: SparkPlan, keys: Seq[Expression]): SparkPlan =
-    ShuffleExchangeExec(HashPartitioning(keys, tasks), input)
+  /**
+   * `input` shuffled into this remainder's partitions on `keys`, as the join's inputs are: a
+   * copy of the input stage's exchange, whose constructor differs between Spark lines.
+   */
+  def shuffled(input: SparkPlan, keys: Seq[Expression]): SparkPlan = {
+    val args = template.productIterator.map(_.asInstanceOf[AnyRef]).toArray
+    args(0) = HashPartitioning(keys, tasks)
+    args(1) = input
+    template.makeCopy(args)
+  }
 
   /**
    * `region`, a copy of the operators above the join over [[join]] with each of its inputs
@@ -73,7 +84,8 @@ private[runtime] object Remainder {
     }.sum
     val tasks = math.max(1, math.ceil(lightBytes / target).toInt)
     val read = sides.map(specs)
-    val shell = Remainder(j, tasks, read.map(_.size).sum)
+    val template = l.stage.shuffle.asInstanceOf[ShuffleExchangeExec]
+    val shell = Remainder(j, tasks, read.map(_.size).sum, template)
     val inputs = sides.zip(read).map { case (side, pieces) =>
       val in = side.pick(l, r)
       shell.shuffled(in.readOf(pieces, kept(in, side)), side.pick(j.leftKeys, j.rightKeys))

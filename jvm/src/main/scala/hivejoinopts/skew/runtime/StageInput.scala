@@ -4,7 +4,7 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, FilterExec, ShufflePartitionSpec, SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
-import org.apache.spark.sql.execution.exchange.ENSURE_REQUIREMENTS
+import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExchangeExec}
 
 import hivejoinopts.plan.JoinSide
 
@@ -109,7 +109,8 @@ private[runtime] object StageInput {
 
   private def of(read: SparkPlan, stage: ShuffleQueryStageExec): Option[StageInput] =
     if (!stage.isMaterialized || stage.mapStats.isEmpty ||
-        stage.shuffle.shuffleOrigin != ENSURE_REQUIREMENTS) None
+        stage.shuffle.shuffleOrigin != ENSURE_REQUIREMENTS ||
+        !stage.shuffle.isInstanceOf[ShuffleExchangeExec]) None
     else stage.shuffle.outputPartitioning match {
       case h: HashPartitioning =>
         val counts = stage.shuffle.child match {
