@@ -34,16 +34,9 @@ private[runtime] final case class Remainder(
     reads: Int,
     template: ShuffleExchangeExec) {
 
-  /**
-   * `input` shuffled into this remainder's partitions on `keys`, as the join's inputs are: a
-   * copy of the input stage's exchange, whose constructor differs between Spark lines.
-   */
-  def shuffled(input: SparkPlan, keys: Seq[Expression]): SparkPlan = {
-    val args = template.productIterator.map(_.asInstanceOf[AnyRef]).toArray
-    args(0) = HashPartitioning(keys, tasks)
-    args(1) = input
-    template.makeCopy(args)
-  }
+  /** `input` shuffled into this remainder's partitions on `keys`, as the join's inputs are. */
+  def shuffled(input: SparkPlan, keys: Seq[Expression]): SparkPlan =
+    SkewJoinRuntimeSplit.shuffleLike(template, HashPartitioning(keys, tasks), input)
 
   /**
    * `region`, a copy of the operators above the join over [[join]] with each of its inputs

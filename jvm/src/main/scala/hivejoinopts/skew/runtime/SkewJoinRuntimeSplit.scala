@@ -391,10 +391,20 @@ object SkewJoinRuntimeSplit {
   def withShufflePartitions(plan: SparkPlan, partitions: Int => Int): SparkPlan = plan.transformUp {
     case e: ShuffleExchangeExec => e.outputPartitioning match {
       case h: HashPartitioning if partitions(h.numPartitions) != h.numPartitions =>
-        val args = e.productIterator.map(_.asInstanceOf[AnyRef]).toArray
-        args(0) = h.copy(numPartitions = partitions(h.numPartitions))
-        e.makeCopy(args)
+        shuffleLike(e, h.copy(numPartitions = partitions(h.numPartitions)), e.child)
       case _ => e
     }
+  }
+
+  /**
+   * A copy of `exchange` shuffling `child` by `partitioning`: copied, not constructed, because
+   * the constructor of `ShuffleExchangeExec` differs between Spark lines.
+   */
+  def shuffleLike(exchange: ShuffleExchangeExec, partitioning: HashPartitioning, child: SparkPlan)
+      : SparkPlan = {
+    val args = exchange.productIterator.map(_.asInstanceOf[AnyRef]).toArray
+    args(0) = partitioning
+    args(1) = child
+    exchange.makeCopy(args)
   }
 }

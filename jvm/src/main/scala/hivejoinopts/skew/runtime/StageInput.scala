@@ -41,12 +41,6 @@ private[runtime] final case class StageInput(
   def bytesOf(p: Int, keys: Seq[HeavyKey], side: JoinSide): Double = math.max(
     partitionBytes(p).toDouble, keys.filter(_.partition == p).map(_.bytesOn(side, this)).sum)
 
-  /** The input with only the rows that pass `condition`, read and sorted as before. */
-  def filtered(condition: Expression): SparkPlan = {
-    val kept = FilterExec(condition, read)
-    sort.fold[SparkPlan](kept)(s => s.withNewChildren(Seq(kept)))
-  }
-
   /** The rows of the stage that pass `condition`, one task for each of `specs`. */
   def readOf(specs: Seq[ShufflePartitionSpec], condition: Expression): SparkPlan =
     FilterExec(condition, AQEShuffleReadExec(stage, specs))
