@@ -3,10 +3,12 @@ of several rounds."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 from hive_join_opts.bench.runner import Run, paired_speedup, typical
-from hive_join_opts.bench.stages import shuffle_join_stage, simulated_wall_ms, straggler_factor
+from hive_join_opts.bench.stages import (map_stages_run_ms, shuffle_join_stage, simulated_wall_ms,
+                                         straggler_factor)
 
 
 def stage(durations, submitted=None, completed=None, stage_id=0):
@@ -103,6 +105,31 @@ def test_the_shuffle_join_stage_is_the_heaviest_stage_that_reads_shuffle_data():
         s["taskShuffleReadBytes"] = [1 << 20] * len(s["taskDurationsMs"])
     assert shuffle_join_stage([big_scan, small_scan, join, aggregate]) is join
     assert shuffle_join_stage([big_scan, small_scan]) is None
+
+
+def test_map_stages_are_those_that_write_a_shuffle_and_read_none():
+    scan = dict(stage([300, 200], stage_id=1), shuffleWriteBytes=5, shuffleReadBytes=0,
+                taskRunTimesMs=[280, 190])
+    remainder = dict(stage([50], stage_id=2), shuffleWriteBytes=5, shuffleReadBytes=9,
+                     taskRunTimesMs=[45])
+    join = dict(stage([900], stage_id=3), shuffleWriteBytes=0, shuffleReadBytes=9,
+                taskRunTimesMs=[880])
+    broadcast = dict(stage([30], stage_id=4), shuffleWriteBytes=0, shuffleReadBytes=0,
+                     taskRunTimesMs=[25])
+    # Run times (without deserialization and result sending), of the scan only.
+    assert map_stages_run_ms([scan, remainder, join, broadcast]) == 470
+
+
+def test_the_map_stage_cost_is_the_median_of_the_rounds_ratios():
+    from hive_join_opts.bench.runner import Result
+
+    def timed(*map_ms):
+        return [replace(run(1000, None, 100), map_stages_ms=m) for m in map_ms]
+
+    result = Result(scenario=None, spark_runs=timed(1000, 2000, 1000),
+                    extension_runs=timed(1010, 2060, 1500), fired=[], decisions=[],
+                    same_answer=True)
+    assert result.map_stages_cost == 1.03
 
 
 def run(wall_ms, straggler, sim64_ms, tasks=()):

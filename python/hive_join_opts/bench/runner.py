@@ -24,8 +24,8 @@ from pathlib import Path
 from .._compare import rows_equal
 from .model import ENABLED_KEY, EXTENSION, SPARK, TUNED, Dataset, Scenario
 from .._progress import NoProgress, Progress
-from .stages import (default_join_stage, longest_and_median_task_ms, simulated_wall_ms,
-                     straggler_factor)
+from .stages import (default_join_stage, longest_and_median_task_ms, map_stages_run_ms,
+                     simulated_wall_ms, straggler_factor)
 
 
 @dataclass
@@ -54,6 +54,9 @@ class Run:
     join_stage_median_ms: float | None = None
     # Analysis, optimization and physical planning (planning_ms), in milliseconds.
     planning_ms: float = 0.0
+    # Task run time of the map stages (those that scan and write a shuffle), in milliseconds:
+    # where counting join keys costs.
+    map_stages_ms: float = 0.0
 
     @staticmethod
     def from_json(raw: dict, pick_stage) -> "Run":
@@ -77,6 +80,7 @@ class Run:
             if join_stage else [],
             join_stage_longest_ms=longest_and_median[0] if longest_and_median else None,
             join_stage_median_ms=longest_and_median[1] if longest_and_median else None,
+            map_stages_ms=map_stages_run_ms(stages),
         )
 
 
@@ -96,6 +100,7 @@ def typical(runs: list[Run]) -> Run:
         straggler=straggler,
         sim64_ms=statistics.median(r.sim64_ms for r in runs),
         planning_ms=statistics.median(r.planning_ms for r in runs),
+        map_stages_ms=statistics.median(r.map_stages_ms for r in runs),
         join_stage_tasks_ms=nearest.join_stage_tasks_ms,
         join_stage_longest_ms=nearest.join_stage_longest_ms,
         join_stage_median_ms=nearest.join_stage_median_ms,
@@ -141,6 +146,13 @@ class Result:
     def sim64_speedup(self) -> float:
         return paired_speedup([r.sim64_ms for r in self.spark_runs],
                               [r.sim64_ms for r in self.extension_runs])
+
+    @property
+    def map_stages_cost(self) -> float:
+        """The extension's map-stage task time over Spark's (the median of the rounds' ratios):
+        above 1 by what the extension adds to the map stages, as its key counts."""
+        return statistics.median(e.map_stages_ms / max(s.map_stages_ms, 1e-9)
+                                 for s, e in zip(self.spark_runs, self.extension_runs))
 
     @property
     def tuned(self) -> Run | None:

@@ -51,6 +51,13 @@ def _working_kind(stage: dict | None) -> list[float]:
     return max(kinds, key=lambda k: max(k) / max(statistics.median(k), 1.0))
 
 
+def map_stages_run_ms(stages: list[dict]) -> float:
+    """Task run time of the map stages: those that write a shuffle and read none (the scans
+    below the shuffles), where the extension counts join keys."""
+    return float(sum(sum(s.get("taskRunTimesMs", s["taskDurationsMs"])) for s in stages
+                     if s["shuffleWriteBytes"] > 0 and s["shuffleReadBytes"] == 0))
+
+
 def shuffle_join_stage(stages: list[dict]) -> dict | None:
     """The stage that runs a shuffle join: of the stages whose tasks read shuffle data, the one
     with the most task time (the scans below the join and the aggregation above it are
