@@ -8,7 +8,7 @@ import math
 import pytest
 
 from hive_join_opts.bench import suite, suite_report
-from hive_join_opts.bench.model import ENABLED_KEY, EXTENSION, SPARK
+from hive_join_opts.bench.model import ENABLED_KEY, EXTENSION, SPARK, TUNED
 
 
 class FakeSpark:
@@ -101,6 +101,86 @@ def test_each_query_runs_its_rounds_back_to_back_alternating_the_first_configura
     assert steps[0] == "query 1/2 q1: round 1/3 (warm-up, comparing rows)"
     assert steps[-1] == "query 2/2 q2: round 3/3 (timed 2/2)"
     assert run.spark.mode == EXTENSION  # the master switch is back on
+
+
+class RecordingConf:
+    """A session's settings, with each change recorded."""
+
+    def __init__(self, held):
+        self.held = dict(held)
+        self.changes = []
+
+    def get(self, key, default=None):
+        return self.held.get(key, default)
+
+    def set(self, key, value):
+        self.held[key] = value
+        self.changes.append((key, value))
+
+    def unset(self, key):
+        self.held.pop(key, None)
+        self.changes.append((key, None))
+
+
+def test_tpch_skew_runs_spark_tuned_as_a_third_configuration_in_turn():
+    threshold = "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes"
+    advisory = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
+    tuned = suite.aqe_tuned(2)
+    assert tuned == {threshold: str(2 * 1024 * 1024), advisory: str(2 * 1024 * 1024)}
+    assert suite.aqe_tuned(0.01) == {threshold: "262144", advisory: "262144"}
+
+    run = object.__new__(suite.SuiteRun)
+    conf = RecordingConf({advisory: "8m"})  # the session's own setting comes back
+    run.spark = type("Spark", (), {"conf": conf})()
+    run.tuned_conf = tuned
+    run._untuned = {key: conf.get(key) for key in tuned}
+    run.queries = {"q9": "a"}
+    run.results = {"q9": suite.QueryResult("q9")}
+    calls = []
+    run.compare = lambda name, order: calls.append(("compare", order))
+
+    def measure(name, order, timed):
+        for mode in order:
+            run._use(mode)
+            calls.append((mode, conf.get(ENABLED_KEY), conf.get(threshold), conf.get(advisory)))
+
+    run.measure = measure
+    tracker = type("T", (), {"show": lambda self, text: None, "advance": lambda self, n=1: None})()
+    run.run(warmup=1, runs=2, tracker=tracker)
+    spark = (SPARK, "false", None, "8m")
+    ext = (EXTENSION, "true", None, "8m")
+    spark_tuned = (TUNED, "false", str(2 * 1024 * 1024), str(2 * 1024 * 1024))
+    assert calls == [("compare", (SPARK, EXTENSION, TUNED)), spark, ext, spark_tuned,
+                     ext, spark_tuned, spark, spark_tuned, spark, ext]
+    # Back to the extension with the session's own settings.
+    assert conf.get(ENABLED_KEY) == "true" and conf.get(advisory) == "8m"
+    assert threshold not in conf.held
+
+
+def test_the_comparison_leaves_out_the_tuned_configuration():
+    run = suite_run({("a", SPARK): [(1,)], ("a", EXTENSION): [(1,)]}, {"q": "a"})
+    run.compare("q", (TUNED, EXTENSION, SPARK))
+    assert run.results["q"].status == suite.OK and run.results["q"].same_rows is True
+
+
+def test_the_report_compares_the_extension_with_spark_tuned():
+    q9 = result("q9", [3000, 3000], [1000, 1200])
+    q9.tuned_runs = [timed(2000), timed(3600)]
+    q9.tuned_runs[0].plan = "SortMergeJoin(skew=true) [k], [k], Inner"
+    q1 = result("q1", [1000, 1000], [1000, 1000])
+    q1.tuned_runs = [timed(1000), timed(1000)]
+    context = suite_report.Context(
+        suite="tpch-skew", scale=1, preset="heavy", runs=2, warmup=1, task_slots=64,
+        tuned_conf=suite.aqe_tuned(1), spark_version="4.2.1", master="local[2]",
+        shuffle_partitions="200", work_source="HiveJoinOpts.lastPlanningWorkJson")
+    assert q9.ratio_vs_tuned == (2.0 + 3.0) / 2 and q9.tuned_split and not q1.tuned_split
+    text = suite_report.markdown([q9, q1], context)
+    assert "--skew-preset heavy --task-slots 64 --runs 2" in text.splitlines()[0]
+    assert "| q9 | 3.00 | 2.80 | 1.10 | 2.50x | yes | none |" in text
+    assert "adaptive execution split a skewed join in 1 queries (q9)" in text
+    assert "`skewedPartitionThresholdInBytes=1048576`" in text
+    raw = suite_report.as_json([q9, q1], context)["queries"]
+    assert raw[0]["ratio_vs_tuned"] == 2.5 and raw[1]["tuned_split"] is False
 
 
 def timed(wall_ms, planning_ms=100.0, work_ms=10.0):

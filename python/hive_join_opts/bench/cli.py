@@ -32,6 +32,10 @@ def add_arguments(parser) -> None:
                         "with Spark's defaults and with the extension at its default flags")
     parser.add_argument("--query", action="append", default=[], metavar="NAME",
                         help="with --suite: run only these queries, such as q3 (repeatable)")
+    parser.add_argument("--task-slots", type=int, metavar="N",
+                        help="with --suite: plan the extension's skew split for a cluster of N "
+                        "task slots (spark.sql.hiveJoinOpts.skewJoin.taskSlots), as the skew "
+                        "scenarios plan for 64; by default the local session's cores")
     parser.add_argument("--skew-preset", choices=tpch_skew.PRESETS,
                         default=tpch_skew.DEFAULT_PRESET,
                         help="with --suite tpch-skew: how skewed the data is (default "
@@ -42,12 +46,17 @@ def main(args) -> int:
     if args.suite:
         if args.scenario:
             raise SystemExit("--scenario picks scenarios; with --suite, pick queries with --query")
+        if args.task_slots is not None and args.task_slots < 1:
+            raise SystemExit(f"--task-slots must be 1 or more, not {args.task_slots}")
         if args.warmup < 1:
             raise SystemExit("--suite compares the rows in its first warm-up round: --warmup 1 "
                              "or more")
         return run_suite(args)
     if args.query:
         raise SystemExit("--query picks queries of a --suite; scenarios are picked with --scenario")
+    if args.task_slots is not None:
+        raise SystemExit("--task-slots plans a --suite's queries; the skew scenarios plan for 64 "
+                         "slots themselves")
     return run_scenarios(args)
 
 
@@ -117,8 +126,11 @@ def run_suite(args) -> int:
 
     spark = local_session(f"hive-join-opts bench --suite {name}", fixed_heap=True, bench=True)
     spark.conf.set("spark.sql.shuffle.partitions", suite.SHUFFLE_PARTITIONS)
+    if args.task_slots:
+        spark.conf.set(suite.TASK_SLOTS_KEY, str(args.task_slots))
     tpc.register(spark, suite.SUITES[name], folder)
-    suite_run = suite.SuiteRun(spark, queries)
+    tuned = suite.aqe_tuned(args.scale) if name == "tpch-skew" else None
+    suite_run = suite.SuiteRun(spark, queries, tuned)
     with progress.steps(f"bench --suite {name}",
                         total=(args.warmup + args.runs) * len(queries)) as tracker:
         results = suite_run.run(args.warmup, args.runs, tracker)
@@ -127,7 +139,8 @@ def run_suite(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     context = suite_report.Context(
         suite=name, scale=args.scale, preset=preset, runs=args.runs, warmup=args.warmup,
-        queries=list(args.query), spark_version=spark.version,
+        queries=list(args.query), task_slots=args.task_slots, tuned_conf=tuned or {},
+        spark_version=spark.version,
         master=spark.sparkContext.master, shuffle_partitions=suite.SHUFFLE_PARTITIONS,
         work_source=suite_run.work.source)
     (out / f"{name}.md").write_text(suite_report.markdown(results, context))

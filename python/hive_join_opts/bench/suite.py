@@ -3,7 +3,8 @@ Spark's defaults and with the extension at its default flags, in one process.
 
 The two configurations differ only in the extension's master switch
 (`spark.sql.hiveJoinOpts.enabled`); both run with Spark's defaults (adaptive execution on, 200
-shuffle partitions). Each query's rounds run back to back. The first is an untimed warm-up
+shuffle partitions). TPC-H Skew runs a third: Spark with adaptive execution's skew handling tuned
+to the data (`tuned_conf`), what a Spark user would tune instead of installing the extension. Each query's rounds run back to back. The first is an untimed warm-up
 that collects the query's rows in both configurations and compares them, then runs it once more
 in each as the timed rounds will; further warm-up rounds (`--warmup`) are untimed too. Then
 each timed round runs the query in both configurations back to back, each configuration first
@@ -31,14 +32,17 @@ from pathlib import Path
 
 from .._compare import difference
 from .. import _progress as progress
-from .model import ENABLED_KEY, EXTENSION, SPARK
+from .model import ENABLED_KEY, EXTENSION, SPARK, TUNED
 from .runner import Bench, paired_speedup, planning_ms, sample_ms
+from .skew_join_split import MB
 
 # Suite -> the benchmark whose query texts it runs.
 SUITES = {"tpch": "tpch", "tpcds": "tpcds", "tpch-skew": "tpch"}
 TITLES = {"tpch": "TPC-H", "tpcds": "TPC-DS", "tpch-skew": "TPC-H Skew"}
 # Spark's default; the local session the CLI builds sets fewer.
 SHUFFLE_PARTITIONS = "200"
+# The slots the skew split plans for (`--task-slots`).
+TASK_SLOTS_KEY = "spark.sql.hiveJoinOpts.skewJoin.taskSlots"
 
 OK = "ok"
 FAILS_IN_BOTH = "fails in both"
@@ -72,6 +76,7 @@ class QueryResult:
     # The timed runs of each configuration, in round order.
     spark_runs: list[QueryRun] = field(default_factory=list)
     extension_runs: list[QueryRun] = field(default_factory=list)
+    tuned_runs: list[QueryRun] = field(default_factory=list)
     # The extension's planning work in the warm-up round: the query's first planning (what
     # earlier queries of the suite sampled or evaluated may be cached).
     first_work: dict | None = None
@@ -80,19 +85,37 @@ class QueryResult:
     def counted(self) -> bool:
         return self.status == OK and bool(self.spark_runs) and bool(self.extension_runs)
 
+    def runs(self, mode: str) -> list[QueryRun]:
+        return {SPARK: self.spark_runs, EXTENSION: self.extension_runs,
+                TUNED: self.tuned_runs}[mode]
+
     def median(self, mode: str, attribute: str) -> float:
-        runs = self.spark_runs if mode == SPARK else self.extension_runs
-        return statistics.median(getattr(r, attribute) for r in runs)
+        return statistics.median(getattr(r, attribute) for r in self.runs(mode))
 
     def median_run(self, mode: str) -> QueryRun:
         """The run of median wall time (the lower one of an even count)."""
-        runs = self.spark_runs if mode == SPARK else self.extension_runs
+        runs = self.runs(mode)
         return sorted(runs, key=lambda r: r.wall_ms)[(len(runs) - 1) // 2]
 
     @property
     def ratio(self) -> float:
         return paired_speedup([r.wall_ms for r in self.spark_runs],
                               [r.wall_ms for r in self.extension_runs])
+
+    @property
+    def tuned(self) -> bool:
+        return self.counted and bool(self.tuned_runs)
+
+    @property
+    def ratio_vs_tuned(self) -> float:
+        """Tuned Spark's time over the extension's, the median of the rounds' ratios."""
+        return paired_speedup([r.wall_ms for r in self.tuned_runs],
+                              [r.wall_ms for r in self.extension_runs])
+
+    @property
+    def tuned_split(self) -> bool:
+        """Whether adaptive execution split a skewed join in a tuned run's final plan."""
+        return any("skew=true" in r.plan for r in self.tuned_runs)
 
     def work_ms(self) -> float:
         """Median of the extension's own planning work over the timed rounds."""
@@ -171,6 +194,16 @@ def _total_ms(work: dict | None) -> float:
     return float((work or {}).get("totalMs", 0))
 
 
+def aqe_tuned(scale: float) -> dict[str, str]:
+    """Adaptive execution's skew handling at the size of TPC-H's joins: a partition is skewed
+    from about a 64th of the largest join shuffles (30 to 100 MB at scale factor 1) and cut
+    into pieces of that size; with the 256 MB and 64 MB defaults no partition of these queries
+    is skewed below scale factor 10 or so."""
+    size = str(max(int(MB * scale), 256 * 1024))
+    return {"spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes": size,
+            "spark.sql.adaptive.advisoryPartitionSizeInBytes": size}
+
+
 def select_queries(texts: dict[str, str], names: list[str], suite: str) -> dict[str, str]:
     if not names:
         return texts
@@ -192,28 +225,46 @@ def data_folder(suite: str, scale: float, preset: str) -> Path:
 
 
 class SuiteRun:
-    """Runs the queries of one suite in both configurations, round by round."""
+    """Runs the queries of one suite in each configuration, round by round: Spark's defaults,
+    the extension and, with `tuned_conf`, Spark with those settings."""
 
-    def __init__(self, spark, queries: dict[str, str]):
+    tuned_conf: dict[str, str] = {}
+    # What the session held of the tuned settings, set back for the other configurations.
+    _untuned: dict[str, str | None] = {}
+
+    def __init__(self, spark, queries: dict[str, str], tuned_conf: dict[str, str] | None = None):
         self.spark = spark
         self.queries = queries
         self.bench = Bench(spark)
         self.work = PlanningWork(spark)
         self.results = {name: QueryResult(name) for name in queries}
+        self.tuned_conf = dict(tuned_conf or {})
+        self._untuned = {key: spark.conf.get(key, None) for key in self.tuned_conf}
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return (SPARK, EXTENSION) + ((TUNED,) if self.tuned_conf else ())
 
     def _use(self, mode: str) -> None:
-        self.spark.conf.set(ENABLED_KEY, "false" if mode == SPARK else "true")
+        self.spark.conf.set(ENABLED_KEY, "true" if mode == EXTENSION else "false")
+        for key, value in self.tuned_conf.items():
+            value = value if mode == TUNED else self._untuned[key]
+            if value is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, value)
 
     def _decisions(self) -> list:
         from .._session import last_decisions
 
         return last_decisions(self.spark)
 
-    def compare(self, name: str, order: tuple[str, str]) -> None:
-        """The warm-up run of a query: its rows in both configurations, compared."""
+    def compare(self, name: str, order: tuple[str, ...]) -> None:
+        """The warm-up run of a query: its rows with Spark's defaults and with the extension,
+        compared (the tuned configuration is Spark's own plan)."""
         result, sql = self.results[name], self.queries[name]
         answers: dict[str, tuple[str, object, str]] = {}
-        for mode in order:
+        for mode in (m for m in order if m != TUNED):
             self._use(mode)
             try:
                 with quiet_query_errors():
@@ -239,7 +290,7 @@ class SuiteRun:
         else:
             result.fail(f"fails only with Spark's plan, the extension returned rows: {spark[2]}")
 
-    def measure(self, name: str, order: tuple[str, str], timed: bool) -> None:
+    def measure(self, name: str, order: tuple[str, ...], timed: bool) -> None:
         """One run of the query in each configuration; kept when `timed`."""
         result = self.results[name]
         for mode in order:
@@ -247,7 +298,8 @@ class SuiteRun:
             try:
                 run, phases = self.bench.run_sql(self.queries[name])
             except Exception as e:  # noqa: BLE001
-                who = "with the extension" if mode == EXTENSION else "with Spark's defaults"
+                who = {SPARK: "with Spark's defaults", EXTENSION: "with the extension",
+                       TUNED: "with Spark tuned"}[mode]
                 result.fail(f"failed {who} in a later round: {error_of(e)}")
                 return
             measured = QueryRun(
@@ -259,7 +311,7 @@ class SuiteRun:
                 result.fired = sorted(set(result.fired) | {d.rule for d in decisions if d.fired})
                 measured.work_ms = self.work.last(decisions)
             if timed:
-                (result.spark_runs if mode == SPARK else result.extension_runs).append(measured)
+                result.runs(mode).append(measured)
 
     def run(self, warmup: int, runs: int, tracker: progress.Progress) -> list[QueryResult]:
         """Each query's rounds back to back: the first run after another query pays for the
@@ -273,8 +325,9 @@ class SuiteRun:
                          else f"timed {r - warmup + 1}/{runs}")
                 tracker.show(f"query {i}/{len(self.queries)} {name}: round {r + 1}/{rounds} "
                              f"({where})")
-                # Each configuration goes first in every other round.
-                order = (SPARK, EXTENSION) if r % 2 == 0 else (EXTENSION, SPARK)
+                # Each configuration goes first in turn.
+                modes = self.modes
+                order = modes[r % len(modes):] + modes[:r % len(modes)]
                 if r == 0:
                     self.compare(name, order)
                 if result.status == OK:
@@ -282,5 +335,5 @@ class SuiteRun:
                     # timed runs run, and the first run of that code pays for compiling it.
                     self.measure(name, order, timed=r >= warmup)
                 tracker.advance()
-        self.spark.conf.set(ENABLED_KEY, "true")
+        self._use(EXTENSION)
         return list(self.results.values())

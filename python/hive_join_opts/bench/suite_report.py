@@ -7,7 +7,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .model import EXTENSION, SPARK
+from .model import EXTENSION, SPARK, TUNED
 from .suite import FAILED, FAILS_IN_BOTH, TITLES, QueryResult
 
 # Queries whose ratio is below this are listed as the slowest.
@@ -27,6 +27,9 @@ class Context:
     runs: int
     warmup: int
     queries: list[str] = field(default_factory=list)
+    task_slots: int | None = None
+    # The settings of the third configuration, Spark tuned (TPC-H Skew); empty without one.
+    tuned_conf: dict = field(default_factory=dict)
     spark_version: str = ""
     master: str = ""
     shuffle_partitions: str = ""
@@ -39,6 +42,8 @@ class Context:
         parts = [f"hive-join-opts bench --suite {self.suite} --scale {self.scale:g}"]
         if self.preset:
             parts.append(f"--skew-preset {self.preset}")
+        if self.task_slots:
+            parts.append(f"--task-slots {self.task_slots}")
         parts.append(f"--runs {self.runs}")
         if self.warmup != 1:
             parts.append(f"--warmup {self.warmup}")
@@ -177,6 +182,7 @@ def markdown(results: list[QueryResult], context: Context) -> str:
             f"| {r.first_work_ms():.0f} / {work:.0f}{share} "
             f"| {_mb(spark.bytes_read)} / {_mb(ext.bytes_read)} "
             f"| {_mb(spark.bytes_shuffled)} / {_mb(ext.bytes_shuffled)} |")
+    lines += tuned_table(results, context)
     lines += [
         "",
         "Planning: Spark's QueryPlanningTracker phases analysis, optimization and planning, "
@@ -189,6 +195,36 @@ def markdown(results: list[QueryResult], context: Context) -> str:
         "Bytes read and shuffled are those of each configuration's median run.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def tuned_table(results: list[QueryResult], context: Context) -> list[str]:
+    """Against the third configuration, Spark with adaptive execution's skew handling tuned:
+    its total, each query's time and ratio, and whether adaptive execution split a join."""
+    tuned = [r for r in results if r.tuned]
+    if not tuned:
+        return []
+    settings = ", ".join(f"`{k.rsplit('.', 1)[-1]}={v}`" for k, v in context.tuned_conf.items())
+    total_tuned = sum(r.median(TUNED, "wall_ms") for r in tuned)
+    total_ext = sum(r.median(EXTENSION, "wall_ms") for r in tuned)
+    split = [r.name for r in tuned if r.tuned_split]
+    lines = [
+        "",
+        f"Against Spark with adaptive execution's skew handling tuned to the data ({settings}), "
+        "run in the same rounds (a ratio above 1: the extension is faster). "
+        f"Total {_s(total_tuned)} s tuned / {_s(total_ext)} s extension "
+        f"({_ratio(total_tuned / total_ext if total_ext else None)}); geometric mean "
+        f"{_ratio(geometric_mean([r.ratio_vs_tuned for r in tuned]))}; adaptive execution split "
+        f"a skewed join in {len(split)} queries" + (f" ({', '.join(split)})" if split else "") + ".",
+        "",
+        "| query | Spark s | tuned s | ext s | ext vs tuned | AQE split (tuned) | rules fired |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    for r in tuned:
+        lines.append(
+            f"| {r.name} | {_s(r.median(SPARK, 'wall_ms'))} | {_s(r.median(TUNED, 'wall_ms'))} "
+            f"| {_s(r.median(EXTENSION, 'wall_ms'))} | {_ratio(r.ratio_vs_tuned)} "
+            f"| {'yes' if r.tuned_split else 'no'} | {', '.join(r.fired) or 'none'} |")
+    return lines
 
 
 def chart(results: list[QueryResult], context: Context, path: Path) -> None:
@@ -230,6 +266,8 @@ def as_json(results: list[QueryResult], context: Context) -> dict:
                  "extension_ms": r.median(EXTENSION, "wall_ms"),
                  "spark_planning_ms": r.median(SPARK, "planning_ms"),
                  "extension_planning_ms": r.median(EXTENSION, "planning_ms"),
-                 "extension_work_ms": r.work_ms()} if r.counted else {})}
+                 "extension_work_ms": r.work_ms()} if r.counted else {}),
+             **({"tuned_ms": r.median(TUNED, "wall_ms"), "ratio_vs_tuned": r.ratio_vs_tuned,
+                 "tuned_split": r.tuned_split} if r.tuned else {})}
             for r in results],
     }
