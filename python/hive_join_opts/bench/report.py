@@ -21,8 +21,8 @@ def markdown(results: list[Result], header: str) -> str:
         "",
         "| scenario | Spark s | ext s | speedup | 64-slot speedup | MB read Spark / ext "
         "| MB shuffled Spark / ext | shuffles Spark / ext | straggler Spark / ext "
-        "| map stages ext / Spark | rules fired | same rows |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| map stages ext / Spark | key counts ms (of map stages) | rules fired | same rows |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in results:
         s, e = r.spark, r.extension
@@ -33,6 +33,7 @@ def markdown(results: list[Result], header: str) -> str:
             f"| {_mb(s.bytes_shuffled)} / {_mb(e.bytes_shuffled)} "
             f"| {s.shuffles} / {e.shuffles} | {_factor(s.straggler)} / {_factor(e.straggler)} "
             f"| {r.map_stages_cost:.3f} "
+            f"| {e.key_count_ms:.0f} ({100 * r.key_count_share:.1f}%) "
             f"| {', '.join(r.fired) or 'none'} | {'yes' if r.same_answer else 'NO'} |"
         )
     lines.extend(tuned_table(results))
@@ -146,7 +147,7 @@ def results_json(results: list[Result]) -> list[dict]:
          "fired": r.fired, "decisions": r.decisions, "same_answer": r.same_answer,
          "first_sample_ms": r.first_sample_ms,
          "speedup": r.speedup, "sim64_speedup": r.sim64_speedup, "timed": r.timed(),
-         "map_stages_cost": r.map_stages_cost,
+         "map_stages_cost": r.map_stages_cost, "key_count_share": r.key_count_share,
          **({"tuned": r.tuned.__dict__, "speedup_vs_tuned": r.speedup_vs_tuned,
              "sim64_vs_tuned": r.sim64_vs_tuned, "tuned_split": r.tuned_split}
             if r.tuned is not None else {})}

@@ -57,6 +57,8 @@ class Run:
     # Task run time of the map stages (those that scan and write a shuffle), in milliseconds:
     # where counting join keys costs.
     map_stages_ms: float = 0.0
+    # Time the map tasks spent counting join keys (the KeyCount nodes' metric), in milliseconds.
+    key_count_ms: float = 0.0
 
     @staticmethod
     def from_json(raw: dict, pick_stage) -> "Run":
@@ -81,6 +83,7 @@ class Run:
             join_stage_longest_ms=longest_and_median[0] if longest_and_median else None,
             join_stage_median_ms=longest_and_median[1] if longest_and_median else None,
             map_stages_ms=map_stages_run_ms(stages),
+            key_count_ms=raw.get("keyCountMs", 0.0),
         )
 
 
@@ -101,6 +104,7 @@ def typical(runs: list[Run]) -> Run:
         sim64_ms=statistics.median(r.sim64_ms for r in runs),
         planning_ms=statistics.median(r.planning_ms for r in runs),
         map_stages_ms=statistics.median(r.map_stages_ms for r in runs),
+        key_count_ms=statistics.median(r.key_count_ms for r in runs),
         join_stage_tasks_ms=nearest.join_stage_tasks_ms,
         join_stage_longest_ms=nearest.join_stage_longest_ms,
         join_stage_median_ms=nearest.join_stage_median_ms,
@@ -153,6 +157,13 @@ class Result:
         above 1 by what the extension adds to the map stages, as its key counts."""
         return statistics.median(e.map_stages_ms / max(s.map_stages_ms, 1e-9)
                                  for s, e in zip(self.spark_runs, self.extension_runs))
+
+    @property
+    def key_count_share(self) -> float:
+        """The share of the extension's map-stage task time spent counting join keys (the median
+        over the rounds): what the key counts cost, measured inside the tasks."""
+        return statistics.median(e.key_count_ms / max(e.map_stages_ms, 1e-9)
+                                 for e in self.extension_runs)
 
     @property
     def tuned(self) -> Run | None:

@@ -12,6 +12,7 @@ import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanHelper, QuerySt
 import org.apache.spark.sql.execution.exchange.{BroadcastExchangeLike, ReusedExchangeExec, ShuffleExchangeLike}
 
 import hivejoinopts.compat.SparkShims
+import hivejoinopts.skew.runtime.KeyCountExec
 
 /** What the benchmark knows about one run of a query. */
 object BenchRunner extends AdaptiveSparkPlanHelper {
@@ -60,6 +61,7 @@ object BenchRunner extends AdaptiveSparkPlanHelper {
     val broadcasts = once(collectWithSubqueries(plan) { case b: BroadcastExchangeLike => b })
     val reused = collectWithSubqueries(plan) { case r: ReusedExchangeExec => r }
     val scans = once(collectWithSubqueries(plan) { case s: LeafExecNode if isScan(s) => s })
+    val keyCounts = once(collectWithSubqueries(plan) { case k: KeyCountExec => k })
 
     val out = new StringWriter()
     val gen = new JsonFactory().createGenerator(out)
@@ -70,6 +72,7 @@ object BenchRunner extends AdaptiveSparkPlanHelper {
     gen.writeNumberField("broadcasts", broadcasts.size)
     gen.writeNumberField("reusedExchanges", reused.size)
     gen.writeNumberField("scans", scans.size)
+    gen.writeNumberField("keyCountMs", keyCounts.map(_.metrics("countTime").value).sum / 1e6)
     gen.writeObjectFieldStart("scanMetrics")
     scans.flatMap(_.metrics.toSeq).groupBy(_._1).toSeq.sortBy(_._1).foreach {
       case (name, ms) => gen.writeNumberField(name, ms.map(_._2.value).sum)

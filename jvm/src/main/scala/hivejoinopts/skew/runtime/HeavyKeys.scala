@@ -75,10 +75,11 @@ private[runtime] final case class Found(
     }
   }
 
-  /** What was counted: rows and the heaviest key's share on each side. */
+  /** What was counted: rows, the heaviest key's share and what counting cost, on each side. */
   def numbers: Seq[(String, Any)] = Seq("left" -> l, "right" -> r).flatMap { case (side, in) =>
     in.counts.toSeq.flatMap(c => Seq(s"countedRows($side)" -> c.rows) ++
-      heaviest(in).map { case (share, _) => s"heaviestKeyShare($side)" -> f"${share * 100}%.1f%%" })
+      heaviest(in).map { case (share, _) => s"heaviestKeyShare($side)" -> f"${share * 100}%.1f%%" } ++
+      Seq(s"countMs($side)" -> in.countMs))
   }
 
   /** The keys split, for the decision log. */

@@ -6,6 +6,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, SortOrder, UnsafeProjection}
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 
 /**
  * Passes its child's rows on unchanged, counting their join `keys` on the way
@@ -13,7 +14,9 @@ import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
  * join, so that when the shuffle's stage completes, `counts` holds the heaviest keys it wrote.
  *
  * The counts are not part of the plan's identity: two shuffles of the same rows stay the same
- * exchange (Spark reuses one for the other), whose counts serve both.
+ * exchange (Spark reuses one for the other), whose counts serve both. Its metrics say what the
+ * counting cost: the time spent counting the sampled rows (a row not sampled costs a decrement)
+ * and how many rows were sampled.
  */
 case class KeyCountExec(keys: Seq[Expression], child: SparkPlan)(
     @transient val counts: KeyCountsAccumulator) extends UnaryExecNode {
@@ -24,18 +27,38 @@ case class KeyCountExec(keys: Seq[Expression], child: SparkPlan)(
 
   override protected def otherCopyArgs: Seq[AnyRef] = counts :: Nil
 
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "countTime" -> SQLMetrics.createNanoTimingMetric(sparkContext, "time counting keys"),
+    "sampledRows" -> SQLMetrics.createMetric(sparkContext, "rows sampled"))
+
+  /** Milliseconds the map tasks spent counting, once the stage completed. */
+  def countMs: Long = metrics("countTime").value / 1000000L
+
   override protected def doExecute(): RDD[InternalRow] = {
     val acc = counts
     val keyExprs = keys
     val input = child.output
     val capacity = acc.capacity
+    val countTime = longMetric("countTime")
+    val sampledRows = longMetric("sampledRows")
     child.execute().mapPartitions({ rows =>
       val project = UnsafeProjection.create(keyExprs, input)
       val counter = new TaskKeyCounter(capacity)
-      // Added once, when the task ends: Spark sends it with the task's result.
-      TaskContext.get().addTaskCompletionListener[Unit](_ => acc.add(counter.result))
+      var nanos = 0L
+      var sampled = 0L
+      // Added once, when the task ends: Spark sends them with the task's result.
+      TaskContext.get().addTaskCompletionListener[Unit] { _ =>
+        acc.add(counter.result)
+        countTime += nanos
+        sampledRows += sampled
+      }
       rows.map { row =>
-        if (counter.sampled()) counter.count(project(row))
+        if (counter.sampled()) {
+          val start = System.nanoTime()
+          counter.count(project(row))
+          nanos += System.nanoTime() - start
+          sampled += 1
+        }
         row
       }
     }, preservesPartitioning = true)

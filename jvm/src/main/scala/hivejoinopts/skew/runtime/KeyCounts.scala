@@ -51,8 +51,8 @@ object KeyCounts {
 /**
  * Counts the join keys of one map task's rows as they pass to the shuffle writer. Every row of
  * the first [[TaskKeyCounter.FullRows]] is counted, then one row in [[TaskKeyCounter.Stride]]
- * at random, standing for the rows it was picked from: a key that makes a task heavy holds a
- * share of the rows, which a sample finds, and the rows it skips cost one counter each.
+ * on average, standing for the rows it was picked from: a key that makes a task heavy holds a
+ * share of the rows, which a sample finds, and a row it skips costs one decrement.
  * Distinct keys are held up to a bound; past it the lightest go (a heavy key keeps coming back).
  */
 private[runtime] final class TaskKeyCounter(capacity: Int) {
@@ -61,19 +61,27 @@ private[runtime] final class TaskKeyCounter(capacity: Int) {
   private val counts = mutable.HashMap.empty[UnsafeRow, Long]
   private var rows = 0L
   private var nullRows = 0L
+  // Rows to skip before the next sampled one.
+  private var skip = 0L
 
-  // A xorshift generator picks the sampled rows: a fixed stride would see only some keys of
-  // data whose keys repeat with the stride's period.
+  // A xorshift generator draws the gaps between sampled rows: a fixed stride would see only some
+  // keys of data whose keys repeat with the stride's period.
   private var random = 0x2545F4914F6CDD1DL
 
   /** True when the row that was just passed on is to be counted (see [[count]]). */
   def sampled(): Boolean = {
     rows += 1
-    rows <= FullRows || {
+    if (rows <= FullRows) true
+    else if (skip > 0) {
+      skip -= 1
+      false
+    } else {
       random ^= random << 13
       random ^= random >>> 7
       random ^= random << 17
-      (random & (Stride - 1)) == 0
+      // Uniform in [0, 2 * Stride - 2]: Stride - 1 rows skipped on average.
+      skip = (random >>> 1) % (2 * Stride - 1)
+      true
     }
   }
 
@@ -113,9 +121,9 @@ private[runtime] final class TaskKeyCounter(capacity: Int) {
 
 private[runtime] object TaskKeyCounter {
   /** Rows of each task counted one by one before sampling starts. */
-  val FullRows = 4096L
-  /** One row in this many, on average, is counted after that (a power of two). */
-  val Stride = 32L
+  val FullRows = 1024L
+  /** One row in this many, on average, is counted after that. */
+  val Stride = 64L
   /** Distinct keys held up to `capacity * Slack` before the lightest go. */
   val Slack = 8
 }

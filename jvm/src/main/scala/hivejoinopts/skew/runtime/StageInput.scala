@@ -14,13 +14,15 @@ import hivejoinopts.plan.JoinSide
  *
  * @param keys   the shuffle's partitioning expressions: the keys its rows were counted on
  * @param counts the heaviest keys its map tasks wrote, when they were counted
+ * @param countMs what counting them cost its map tasks, in milliseconds
  */
 private[runtime] final case class StageInput(
     sort: Option[SortExec],
     read: SparkPlan,
     stage: ShuffleQueryStageExec,
     keys: Seq[Expression],
-    counts: Option[KeyCounts]) {
+    counts: Option[KeyCounts],
+    countMs: Long) {
 
   private def stats = stage.mapStats.get
 
@@ -107,11 +109,12 @@ private[runtime] object StageInput {
         !stage.shuffle.isInstanceOf[ShuffleExchangeExec]) None
     else stage.shuffle.outputPartitioning match {
       case h: HashPartitioning =>
-        val counts = stage.shuffle.child match {
-          case k: KeyCountExec => Some(k.counts.value)
+        val counted = stage.shuffle.child match {
+          case k: KeyCountExec => Some(k)
           case _ => None
         }
-        Some(StageInput(None, read, stage, h.expressions, counts))
+        Some(StageInput(None, read, stage, h.expressions, counted.map(_.counts.value),
+          counted.map(_.countMs).getOrElse(0L)))
       case _ => None
     }
 }

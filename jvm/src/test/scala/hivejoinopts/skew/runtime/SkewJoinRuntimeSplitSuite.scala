@@ -254,6 +254,13 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
       val decisions = runtimeDecisions(sql(q))
       assert(decisions.nonEmpty && decisions.forall(!_.fired), decisions)
       assert(decisions.head.reason.startsWith("no key holds the stage back"), decisions)
+      // What counting cost is in the decision, and in the KeyCount nodes' metrics: every row of
+      // these small tasks was counted (the inner join's NULL keys are filtered out before).
+      assert(number(decisions.head, "countMs(left)").toLong >= 0, decisions)
+      val counted = collect(executedPlan(sql(q))) { case k: KeyCountExec => k }
+      assert(counted.size == 2)
+      assert(counted.map(_.metrics("sampledRows").value).sum ==
+        3000 + spark.table("small").where("k IS NOT NULL").count())
       // The operators in order, ids and tree indentation aside, without the key counts.
       def shape(on: Boolean): Seq[String] = withConf(
           HiveJoinOptsConf.SKEW_JOIN_RUNTIME_ENABLED.key -> on.toString) {
