@@ -6,13 +6,15 @@ At scale 1 the big side has 20 million rows and the other side 2 million. Layout
 side: the heavy key (55% of the rows) spread over 8 files of small row groups; three heavy keys
 of 20% each, spread; the heavy key in a file of its own (written range-partitioned by the key);
 the spread layout joined through a shuffle of more than 2,000 partitions, where Spark's map
-statuses report average block sizes; and keys without skew, where the split must stay away and
+statuses report average block sizes; both sides skewed, each on a key of its own; and keys
+without skew, where the split must stay away and
 the key counts cost the map stages no more than a few percent.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from .model import Dataset, Scenario
 from .skew_join_split import MB, OTHER_ROWS, SPLIT, _thresholds_at, aqe_tuned
@@ -24,28 +26,50 @@ ROW_GROUP_BYTES = 1024 * 1024
 # `h` is a hash of the row id in [0, 100): which rows hold a heavy key, wherever they are written.
 _H = "pmod(hash(id, 7), 100)"
 _REST = "pmod(hash(id), {m} - 3) + 3"
+
+
+class Layout(NamedTuple):
+    """How a layout's tables are written."""
+
+    key: str  # the big table's key
+    by_range: bool  # whether the big table is written range-partitioned by the key
+    other_key: str = "id"  # the other table's key
+    other_rows: int = OTHER_ROWS  # the other table's rows at scale 1
+    # whether the other table is written as the big one is (8 files of small row groups, read
+    # by many map tasks), not in 4 files of one row group
+    other_like_big: bool = False
+
+
 LAYOUTS = {
-    # key expression, whether the big table is written range-partitioned by the key
-    "spread": (f"CASE WHEN {_H} < 55 THEN 0 ELSE {_REST} END", False),
-    "three": (f"CASE WHEN {_H} < 60 THEN {_H} % 3 ELSE {_REST} END", False),
-    "own": (f"CASE WHEN {_H} < 55 THEN 0 ELSE {_REST} END", True),
+    "spread": Layout(f"CASE WHEN {_H} < 55 THEN 0 ELSE {_REST} END", False),
+    "three": Layout(f"CASE WHEN {_H} < 60 THEN {_H} % 3 ELSE {_REST} END", False),
+    "own": Layout(f"CASE WHEN {_H} < 55 THEN 0 ELSE {_REST} END", True),
     # no heavy key: what counting the keys costs a query with nothing to split
-    "none": ("pmod(hash(id), {m})", False),
+    "none": Layout("pmod(hash(id), {m})", False),
+    # both sides skewed, each on a key of its own: key 0 holds 55% of the big table, key 1 55% of
+    # the other, as big, which the big table holds in a few rows (one key heavy on both sides
+    # would join billions of row pairs)
+    "both": Layout(f"CASE WHEN id % 1000003 = 5 THEN 1 WHEN {_H} < 55 THEN 0 ELSE {_REST} END",
+                   False, f"CASE WHEN id = 0 THEN 0 WHEN {_H} < 55 THEN 1 ELSE id END", BIG_ROWS,
+                   True),
 }
 
 
 def _dataset(layout: str) -> Dataset:
-    key_sql, by_range = LAYOUTS[layout]
+    shape = LAYOUTS[layout]
 
     def write(spark, folder: Path, scale: float) -> None:
         n = max(int(BIG_ROWS * scale), 1000)
         m = max(int(OTHER_ROWS * scale), 100)
-        (spark.range(m, numPartitions=4)
-         .selectExpr("id AS k", "id * 3 AS w")
-         .write.parquet(str(folder / "dim")))
+        other = (spark.range(max(int(shape.other_rows * scale), 100),
+                             numPartitions=8 if shape.other_like_big else 4)
+                 .selectExpr(f"{shape.other_key} AS k", "id * 3 AS w").write)
+        if shape.other_like_big:
+            other = other.option("parquet.block.size", ROW_GROUP_BYTES)
+        other.parquet(str(folder / "dim"))
         big = spark.range(n, numPartitions=8).selectExpr(
-            f"{key_sql.format(m=m)} AS k", "id AS v", "rand(11) AS x")
-        big = big.repartitionByRange(8, "k") if by_range else big
+            f"{shape.key.format(m=m)} AS k", "id AS v", "rand(11) AS x")
+        big = big.repartitionByRange(8, "k") if shape.by_range else big
         big.write.option("parquet.block.size", ROW_GROUP_BYTES).parquet(str(folder / "big"))
 
     def register(spark, folder: Path) -> None:
@@ -95,6 +119,7 @@ LAYOUT_TITLES = {
     "own": "heavy key (55%) in a file of its own",
     "wide": "heavy key spread, a shuffle of 2,400 partitions",
     "none": "no heavy key (keys uniform): the key counts' cost",
+    "both": "both sides skewed: key 0 55% of the big side spread, key 1 55% of the other",
 }
 
 # Which queries each layout runs: every query on the spread layout, the rest where the layout
@@ -105,6 +130,7 @@ MATRIX = {
     "own": ("inner", "null_supplying"),
     "wide": ("inner", "full_outer"),
     "none": ("inner", "full_outer"),
+    "both": ("inner", "full_outer"),
 }
 
 
