@@ -114,3 +114,26 @@ def test_same_rows_with_extension_on_and_off(use_benchmark, benchmark, name, sql
     assert on[0] == "rows", f"extension on failed: {on[1]}"
     diff = difference(off[1], on[1])
     assert not diff, f"{benchmark} {name} (rules fired: {fired}): {diff}"
+
+
+@pytest.mark.parametrize("benchmark", ["tpch", "tpcds"])
+def test_with_default_flags_no_join_key_is_sampled_while_planning(use_benchmark, benchmark):
+    """Heavy keys are found from the shuffle at run time: with the extension's default flags,
+    planning a query reads no sample of a join key, in any query of either benchmark."""
+    import json
+
+    spark = use_benchmark(benchmark)
+    for key in EXTENSION_CONF:
+        spark.conf.unset(key)
+    spark.conf.set("spark.sql.hiveJoinOpts.enabled", "true")
+    facade = spark._jvm.hivejoinopts.HiveJoinOpts
+    sampled = {}
+    queries = tpc.queries(benchmark)
+    for name, sql in queries.items():
+        spark.sql(sql)._jdf.queryExecution().executedPlan()  # plans it, runs nothing
+        work = json.loads(facade.lastPlanningWorkJson(spark._jsparkSession))
+        samples = [d for d in last_decisions(spark) if any(k.startswith("sampleMs(")
+                                                           for k in d.numbers)]
+        if work.get("sampleMs", 0) or samples:
+            sampled[name] = (work, samples)
+    assert len(queries) >= 22 and not sampled, sampled
