@@ -182,7 +182,7 @@ class Result:
     @property
     def tuned_split(self) -> bool | None:
         """Whether adaptive execution split a skewed join in the tuned run's final plan."""
-        return any("skew=true" in r.plan for r in self.tuned_runs) if self.tuned_runs else None
+        return aqe_split(self.tuned_runs) if self.tuned_runs else None
 
     def timed(self) -> dict:
         """Every round's wall time, straggler factor and 64-slot time, per configuration."""
@@ -190,6 +190,11 @@ class Result:
                        for r in runs]
                 for mode, runs in ((SPARK, self.spark_runs), (EXTENSION, self.extension_runs),
                                    (TUNED, self.tuned_runs)) if runs}
+
+
+def aqe_split(runs) -> bool:
+    """Whether adaptive execution split a skewed join in the final plan of any of the runs."""
+    return any("skew=true" in r.plan for r in runs)
 
 
 def data_root() -> Path:

@@ -53,14 +53,20 @@ def _thresholds_at(scale: float) -> dict[str, str]:
 PLANNING_TIME = {SPLIT + "detection.enabled": "true", SPLIT + "runtime.enabled": "false"}
 
 
+def aqe_skew_split_at(size: float) -> dict[str, str]:
+    """Adaptive execution's skew handling tuned to `size` bytes (at least 256 KB): a partition
+    is skewed from that size and cut into pieces of it."""
+    size = str(max(int(size), 256 * 1024))
+    return {"spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes": size,
+            "spark.sql.adaptive.advisoryPartitionSizeInBytes": size}
+
+
 def aqe_tuned(scale: float) -> dict[str, str]:
     """Adaptive execution's skew handling at the data's size, what a Spark user would tune
     instead of installing the extension: a partition is skewed from about a 64th of the join's
     shuffle and cut into pieces of that size (with the 256 MB and 64 MB defaults a hot
     partition of this data is cut into few pieces or none)."""
-    size = str(max(int(2.5 * MB * scale), 256 * 1024))
-    return {"spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes": size,
-            "spark.sql.adaptive.advisoryPartitionSizeInBytes": size}
+    return aqe_skew_split_at(2.5 * MB * scale)
 
 
 def _big(spark, folder: Path, scale: float, name: str, key_sql: str) -> None:

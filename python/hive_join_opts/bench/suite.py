@@ -33,8 +33,8 @@ from pathlib import Path
 from .._compare import difference
 from .. import _progress as progress
 from .model import ENABLED_KEY, EXTENSION, SPARK, TUNED
-from .runner import Bench, paired_speedup, planning_ms, sample_ms
-from .skew_join_split import MB
+from .runner import Bench, aqe_split, paired_speedup, planning_ms, sample_ms
+from .skew_join_split import MB, aqe_skew_split_at
 
 # Suite -> the benchmark whose query texts it runs.
 SUITES = {"tpch": "tpch", "tpcds": "tpcds", "tpch-skew": "tpch"}
@@ -115,7 +115,7 @@ class QueryResult:
     @property
     def tuned_split(self) -> bool:
         """Whether adaptive execution split a skewed join in a tuned run's final plan."""
-        return any("skew=true" in r.plan for r in self.tuned_runs)
+        return aqe_split(self.tuned_runs)
 
     def work_ms(self) -> float:
         """Median of the extension's own planning work over the timed rounds."""
@@ -199,9 +199,7 @@ def aqe_tuned(scale: float) -> dict[str, str]:
     from about a 64th of the largest join shuffles (30 to 100 MB at scale factor 1) and cut
     into pieces of that size; with the 256 MB and 64 MB defaults no partition of these queries
     is skewed below scale factor 10 or so."""
-    size = str(max(int(MB * scale), 256 * 1024))
-    return {"spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes": size,
-            "spark.sql.adaptive.advisoryPartitionSizeInBytes": size}
+    return aqe_skew_split_at(MB * scale)
 
 
 def select_queries(texts: dict[str, str], names: list[str], suite: str) -> dict[str, str]:
