@@ -12,6 +12,7 @@ import org.apache.spark.sql.execution.{ProjectExec, ShufflePartitionSpec, SparkP
 import org.apache.spark.sql.execution.exchange.{EnsureRequirements, ShuffleExchangeExec}
 import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, ShuffledJoin, SortMergeJoinExec}
 import org.apache.spark.sql.hivejoinopts.Flag
+import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf._
@@ -23,8 +24,10 @@ import hivejoinopts.rules.Attempt.{decline, declineIf}
  * Splits a skewed shuffled join while the query runs, key by key, as Hive's run-time skew join
  * does: once both of the join's input stages have completed, the keys their map tasks wrote
  * most of ([[CountShuffledJoinKeys]]) are known, and a key whose partition would hold the stage
- * back is joined in tasks of its own. The other keys of its partition are shuffled again over a
- * few tasks ([[Remainder]]); every other partition is joined once, as Spark planned it.
+ * back is joined in tasks of its own. The other keys of its partition are joined by the rest,
+ * which reads the partition and drops the heavy keys' rows, when it is no bigger than Spark's
+ * advisory partition size; a bigger one's are shuffled again over a few tasks ([[Remainder]]), as
+ * drawn below. Every other partition is joined once, as Spark planned it.
  * {{{
  *   SortMergeJoin type [k], [k']              Union
  *   :- Sort                                   :- SortMergeJoin type [k], [k']      rest: all
@@ -51,8 +54,9 @@ import hivejoinopts.rules.Attempt.{decline, declineIf}
  * kept unmatched, unless the keys alone are compared (then each of its rows of the key matches
  * one of the skewed side's). Both sides heavy on one key are spread both, piece by piece. A
  * preserved side's rows with a NULL key, which match nothing, are spread and kept as they are.
- * No task reads the heavy partitions whole: the remainder reads them in pieces too, and joins
- * their other keys after a shuffle of those rows alone, so it is exact for every join type.
+ * The remainder reads a heavy partition in pieces too, and joins its other keys after a shuffle
+ * of those rows alone, so no task reads it whole; either way every key's rows meet in one task,
+ * so it is exact for every join type.
  * Where the join may copy the other side (inner, semi and anti joins, an outer join's preserved
  * side spread) and nothing above the join is a further join, a heavy partition is spread whole
  * instead, as Spark's own skew split does ([[SplitMode.WholePartition]]): each piece of it is
@@ -252,23 +256,29 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
       _ <- declineIf(follow.exists(_._2.contains(None)))("a further join above it compares the " +
         "key with other keys", keyNumbers: _*)
       nullSide = built.flatMap(_.nullSide).headOption
-      // The heavy keys' partitions the branches and the remainder read (the other keys'),
-      // and those spread whole: the rest reads neither.
+      // The heavy keys' partitions the branches read (the keys') and those spread whole.
       (whole, keyed) = built.partition(_.mode.isInstanceOf[SplitMode.WholePartition])
       wholeParts = whole.flatMap(_.keys.map(_.partition)).toSet
       parts = (keyed.flatMap(_.keys.map(_.partition)) ++ nullSide.flatMap(_ => nullPartition))
         .distinct.sorted
-      rest <- restOf(j, l, r, region, parts.toSet ++ wholeParts).toRight(Declined("the inputs of the join " +
-        "and of a join above it are not read in the same tasks", keyNumbers))
+      // Their other keys: a partition of no more than Spark's advisory partition size is read
+      // whole by the rest, the branches' rows dropped there (a task Spark would plan anyway, and
+      // no shuffle stage more); a bigger one is left to the remainder, lest a task read it whole.
+      (inRest, remainderParts) = partsForRest(l, r, allKeys, parts, region)
+      keep = if (inRest.isEmpty) None else Some(kept(allKeys, nullSide) _)
+      rest <- restOf(j, l, r, region, remainderParts.toSet ++ wholeParts, keep).toRight(Declined(
+        "the inputs of the join and of a join above it are not read in the same tasks",
+        keyNumbers))
     } yield {
       val otherValues = follow.map { case (f, vs) => f.join -> vs.flatten }.toMap
       def notFollowed(f: FollowingJoin) = Not(HeavyKeys.isOneOf(f.other.keys, otherValues(f.join)))
-      val remainder = if (parts.isEmpty) None
-        else Some(Remainder(j, l, r, allKeys, parts, kept(allKeys, nullSide), target))
+      val remainder = if (remainderParts.isEmpty) None
+        else Some(Remainder(j, l, r, allKeys.filter(k => remainderParts.contains(k.partition)),
+          remainderParts, kept(allKeys, nullSide), target))
       val remainderRegion = remainder.map { remainder =>
         remainder.join.setTagValue(Rest, ())
         remainder.planned(region.copyWith(remainder.join, (f, child) =>
-          f.withInputs(child, remainder.shuffled(f.other.readOf(parts.map(f.other.whole),
+          f.withInputs(child, remainder.shuffled(f.other.readOf(remainderParts.map(f.other.whole),
             notFollowed(f)), f.side.other.pick(f.join.leftKeys, f.join.rightKeys)))))
       }
       val heavyRegions = built.flatMap { b =>
@@ -288,15 +298,34 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
       Rewrite(newRoot, s"${allKeys.size} heavy key(s)" +
         nullSide.map(s => s" and the NULL keys of the $s side").getOrElse("") +
         s" joined in $tasks tasks of their own" + remainder.map(m => ", the other keys of " +
-          s"their partitions in ${m.tasks}").getOrElse("") + ", the rest as planned",
+          s"their partitions in ${m.tasks}").getOrElse("") +
+          (if (inRest.nonEmpty) ", the other keys of their partitions with the rest" else "") +
+          ", the rest as planned",
         keyNumbers ++ Seq(
           "splitTasks" -> tasks,
           "modes" -> built.map(_.mode).distinct.mkString("; ")) ++
           remainder.toSeq.flatMap(m => Seq("remainderReads" -> m.reads, "remainderJoins" -> m.tasks)) ++
+          (if (inRest.isEmpty) Nil else Seq("heavyPartitionsReadByRest" -> inRest.size)) ++
           Seq("rereadBytes" -> parts.map(p => l.partitionBytes(p) + r.partitionBytes(p)).sum) ++
           (if (region.top ne j) Seq("copiedAbove" -> region.path.init.map(_.nodeName).mkString(", "))
           else Nil))
     }
+  }
+
+  /**
+   * The heavy keys' partitions `parts` the rest reads whole, dropping the keys' rows (those no
+   * bigger than `spark.sql.adaptive.advisoryPartitionSizeInBytes`, with no further join on the
+   * key above), and those left to the remainder.
+   */
+  private def partsForRest(
+      l: StageInput,
+      r: StageInput,
+      keys: Seq[HeavyKey],
+      parts: Seq[Int],
+      region: JoinRegion): (Seq[Int], Seq[Int]) = {
+    val advisory = conf.getConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES)
+    if (region.follows.nonEmpty) (Nil, parts)
+    else parts.partition(p => l.bytesOf(p, keys, LeftSide) + r.bytesOf(p, keys, RightSide) <= advisory)
   }
 
   /** What the rest and the remainder keep of `in`: rows the branches do not read. */
@@ -307,18 +336,23 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
   }
 
   /**
-   * The join of every partition but `parts` (those the branches and the remainder read), with
-   * the region above it, as Spark planned it: Some(None) when no other partition is left, None
-   * when its inputs would not stay aligned.
+   * The join of every partition but `parts` (those spread whole and those of the remainder),
+   * with the region above it, as Spark planned it, its inputs' rows filtered by `keep` when it
+   * reads partitions of heavy keys: Some(None) when no other partition is left, None when its
+   * inputs would not stay aligned.
    */
   private def restOf(
       j: ShuffledJoin,
       l: StageInput,
       r: StageInput,
       region: JoinRegion,
-      parts: Set[Int]): Option[Option[SparkPlan]] = {
-    val inputs = Seq(l, r) ++ region.follows.map(_.other)
-    val reads = inputs.map(_.without(parts))
+      parts: Set[Int],
+      keep: Option[(StageInput, JoinSide) => Expression]): Option[Option[SparkPlan]] = {
+    val joined = Seq[JoinSide](LeftSide, RightSide).map { side =>
+      val in = side.pick(l, r)
+      in.without(parts, keep.map(_(in, side)))
+    }
+    val reads = joined ++ region.follows.map(_.other.without(parts))
     if (reads.forall(_.isEmpty)) Some(None)
     else if (reads.exists(_.isEmpty)) None
     else Some(Some {

@@ -57,11 +57,11 @@ private[runtime] final case class StageInput(
   }
 
   /**
-   * The input read and sorted as before but for reducer partitions `parts`, or None when it
-   * would read no partition. Inputs coalesced alike stay aligned: each task reads the same
-   * partitions of both.
+   * The input read and sorted as before but for reducer partitions `parts`, its rows filtered
+   * by `keep` if given, or None when it would read no partition. Inputs coalesced alike stay
+   * aligned: each task reads the same partitions of both.
    */
-  def without(parts: Set[Int]): Option[SparkPlan] = {
+  def without(parts: Set[Int], keep: Option[Expression] = None): Option[SparkPlan] = {
     val kept = specs.flatMap { c =>
       val ids = (c.startReducerIndex until c.endReducerIndex).filterNot(parts)
       // Runs of consecutive partitions: one task each, as they were coalesced.
@@ -70,12 +70,16 @@ private[runtime] final case class StageInput(
         case (done, p) => (p, p + 1) :: done
       }.reverse.map { case (s, e) => CoalescedPartitionSpec(s, e, (s until e).map(partitionBytes).sum) }
     }
-    if (kept.isEmpty) None else Some(sortedRead(kept))
+    if (kept.isEmpty) None else Some(sortedRead(kept, keep))
   }
 
-  /** The stage read one task for each of `specs`, and sorted as the join's input was. */
-  def sortedRead(specs: Seq[ShufflePartitionSpec]): SparkPlan = {
-    val newRead = AQEShuffleReadExec(stage, specs)
+  /**
+   * The stage read one task for each of `specs`, its rows filtered by `keep` if given, and
+   * sorted as the join's input was.
+   */
+  def sortedRead(specs: Seq[ShufflePartitionSpec], keep: Option[Expression] = None): SparkPlan = {
+    val read = AQEShuffleReadExec(stage, specs)
+    val newRead = keep.fold[SparkPlan](read)(FilterExec(_, read))
     sort.fold[SparkPlan](newRead)(s => s.withNewChildren(Seq(newRead)))
   }
 }

@@ -17,9 +17,14 @@ import hivejoinopts.skew.SkewJoinTestBase
  */
 class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
 
-  /** Small thresholds, 64 task slots, several map tasks per table; no planning-time split. */
+  /**
+   * Small thresholds, 64 task slots, several map tasks per table; no planning-time split. The
+   * heavy partitions are bigger than the advisory partition size: their other keys go to the
+   * remainder.
+   */
   private val runtimeConf: Seq[(String, String)] = Seq(
     SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true",
+    SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES.key -> "1024",
     SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
     SQLConf.SHUFFLE_PARTITIONS.key -> "16",
     SQLConf.FILES_MAX_PARTITION_BYTES.key -> "4096",
@@ -31,6 +36,13 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
 
   private def withRuntimeConf[T](extra: (String, String)*)(f: => T): T =
     withConf(runtimeConf ++ extra: _*)(f)
+
+  /** The heavy partitions within Spark's default advisory partition size: the rest reads them. */
+  private val inRest = SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES.key -> "64m"
+
+  /** The two homes of a heavy partition's other keys, by the setting that picks each. */
+  private val forms: Seq[(String, Seq[(String, String)])] =
+    Seq("the remainder" -> Nil, "the rest" -> Seq(inRest))
 
   override def beforeAll(): Unit = {
     super.beforeAll()
@@ -79,24 +91,25 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
     "RIGHT OUTER" -> "big.k = small.k",
     "FULL OUTER" -> "big.k = small.k")
 
-  for ((joinType, on) <- joins; bigFirst <- Seq(true, false)) {
+  for ((joinType, on) <- joins; bigFirst <- Seq(true, false); (home, conf) <- forms) {
     val (a, b) = if (bigFirst) ("big", "small") else ("small", "big")
-    test(s"$a $joinType JOIN $b: same rows, the heavy key split at run time") {
-      withRuntimeConf() {
+    test(s"$a $joinType JOIN $b: same rows, the heavy key split at run time, other keys in $home") {
+      withRuntimeConf(conf: _*) {
         val q = s"SELECT big.k, big.v, small.k AS sk, small.w FROM $a $joinType JOIN $b ON $on"
         checkSameAnswer(sql(q))
         val split = splitFired(sql(q))
         assert(split.size == 1, runtimeDecisions(sql(q)).mkString("\n"))
         assert(number(split.head, "keys").startsWith("7L "), split.head.numbers)
         assert(unions(executedPlan(sql(q))).size == 1)
+        if (conf.nonEmpty) assert(!split.head.numbers.toMap.contains("remainderJoins"), split.head)
       }
     }
   }
 
-  for (joinType <- Seq("LEFT SEMI", "LEFT ANTI"); bigFirst <- Seq(true, false)) {
+  for (joinType <- Seq("LEFT SEMI", "LEFT ANTI"); bigFirst <- Seq(true, false); (home, conf) <- forms) {
     val (a, b) = if (bigFirst) ("big", "small") else ("small", "big")
-    test(s"$a $joinType JOIN $b: same rows, the heavy key split at run time") {
-      withRuntimeConf() {
+    test(s"$a $joinType JOIN $b: same rows, the heavy key split at run time, other keys in $home") {
+      withRuntimeConf(conf: _*) {
         val q = s"SELECT * FROM $a $joinType JOIN $b ON $a.k = $b.k"
         checkSameAnswer(sql(q))
         assert(splitFired(sql(q)).size == 1, runtimeDecisions(sql(q)).mkString("\n"))
@@ -324,6 +337,40 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
       val (rest, remainder, heavy) = (read.head, read(1), read.drop(2).reduce(_ ++ _))
       assert(heavy.nonEmpty && remainder == heavy, union.treeString)
       assert(rest.nonEmpty && (rest & heavy).isEmpty, union.treeString)
+    }
+  }
+
+  test("a heavy partition within the advisory size: the rest reads it, the key's rows dropped") {
+    withRuntimeConf(inRest) {
+      for (q <- Seq(
+          "SELECT big.k, big.v, small.w FROM big FULL OUTER JOIN small ON big.k = small.k",
+          "SELECT small.k, count(*), sum(big.v) FROM small LEFT OUTER JOIN big " +
+            "ON big.k = small.k GROUP BY small.k")) {
+        checkSameAnswer(sql(q))
+        val decision = splitFired(sql(q)).head
+        // Key 7's partition, and in the full outer join big's NULL keys' partition.
+        assert(number(decision, "heavyPartitionsReadByRest").toInt >= 1, decision)
+        assert(!decision.numbers.toMap.contains("remainderJoins"), decision)
+        val union = unions(executedPlan(sql(q))).head
+        val rest +: heavy = union.children
+        def partitions(plan: SparkPlan): Set[Int] = plan.collect {
+          case r: AQEShuffleReadExec => r.partitionSpecs.collect {
+            case c: CoalescedPartitionSpec => c.startReducerIndex until c.endReducerIndex
+            case p: PartialReducerPartitionSpec => Seq(p.reducerIndex)
+          }.flatten
+        }.flatten.toSet
+        // The rest reads the heavy partition, and drops the key's rows as it reads; nothing in
+        // it is shuffled again.
+        assert(partitions(heavy.head).subsetOf(partitions(rest)), union.treeString)
+        val filtered = rest.collect {
+          case f: org.apache.spark.sql.execution.FilterExec if (f.child match {
+            case i: org.apache.spark.sql.execution.InputAdapter => i.child
+            case c => c
+          }).isInstanceOf[AQEShuffleReadExec] => f
+        }
+        assert(filtered.size == 2, rest.treeString)
+        assert(rest.collect { case e: ShuffleExchangeExec => e }.isEmpty, rest.treeString)
+      }
     }
   }
 
