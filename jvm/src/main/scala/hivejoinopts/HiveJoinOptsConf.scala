@@ -206,8 +206,9 @@ object HiveJoinOptsConf {
   val SKEW_JOIN_RUNTIME_MIN_KEY_BYTES: Flag[Long] = flag(Flag.bytes(
     PREFIX + "skewJoin.runtime.minKeyBytes",
     "A key is split at run time only when its rows on one side of the join hold at least this " +
-      "many shuffle bytes (estimated from the counts): a lighter key is quick to join in one task.",
-    V020, default = "16m", _ >= 0, "Must be a size of zero or more."))
+      "many shuffle bytes (estimated from the counts), two pieces of 1 MB at least: a lighter " +
+      "key is quick to join in one task.",
+    V020, default = "2m", _ >= 0, "Must be a size of zero or more."))
 
   val SKEW_JOIN_RUNTIME_SKEW_FACTOR: Flag[Double] = flag(Flag.double(
     PREFIX + "skewJoin.runtime.skewFactor",
