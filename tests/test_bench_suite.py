@@ -176,6 +176,7 @@ def test_the_report_compares_the_extension_with_spark_tuned():
     assert q9.ratio_vs_tuned == (2.0 + 3.0) / 2 and q9.tuned_split and not q1.tuned_split
     text = suite_report.markdown([q9, q1], context)
     assert "--skew-preset heavy --task-slots 64 --runs 2" in text.splitlines()[0]
+    assert "both planned for 64 task slots" in text
     assert "| q9 | 3.00 | 2.80 | 1.10 | 2.50x | yes | none |" in text
     assert "adaptive execution split a skewed join in 1 queries (q9)" in text
     assert "`skewedPartitionThresholdInBytes=1048576`" in text

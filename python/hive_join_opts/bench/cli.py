@@ -33,8 +33,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--query", action="append", default=[], metavar="NAME",
                         help="with --suite: run only these queries, such as q3 (repeatable)")
     parser.add_argument("--task-slots", type=int, metavar="N",
-                        help="with --suite: plan the extension's skew split for a cluster of N "
-                        "task slots (spark.sql.hiveJoinOpts.skewJoin.taskSlots), as the skew "
+                        help="with --suite: plan every configuration as a cluster of N task "
+                        "slots would: the extension's skew split weighs splits against N slots "
+                        "(spark.sql.hiveJoinOpts.skewJoin.taskSlots), scans are split and "
+                        "shuffles coalesced for N (spark.sql.leafNodeDefaultParallelism, "
+                        "spark.sql.adaptive.coalescePartitions.minPartitionNum), as the skew "
                         "scenarios plan for 64; by default the local session's cores")
     parser.add_argument("--skew-preset", choices=tpch_skew.PRESETS,
                         default=tpch_skew.DEFAULT_PRESET,
@@ -126,8 +129,8 @@ def run_suite(args) -> int:
 
     spark = local_session(f"hive-join-opts bench --suite {name}", fixed_heap=True, bench=True)
     spark.conf.set("spark.sql.shuffle.partitions", suite.SHUFFLE_PARTITIONS)
-    if args.task_slots:
-        spark.conf.set(suite.TASK_SLOTS_KEY, str(args.task_slots))
+    for key, value in suite.planned_for(args.task_slots).items() if args.task_slots else ():
+        spark.conf.set(key, value)
     tpc.register(spark, suite.SUITES[name], folder)
     tuned = suite.aqe_tuned(args.scale) if name == "tpch-skew" else None
     suite_run = suite.SuiteRun(spark, queries, tuned)

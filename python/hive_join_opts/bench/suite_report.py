@@ -126,7 +126,10 @@ def markdown(results: list[QueryResult], context: Context) -> str:
         "",
         f"**{context.title}**: Spark's defaults (adaptive execution on, "
         f"{context.shuffle_partitions} shuffle partitions, `spark.sql.hiveJoinOpts.enabled=false`) "
-        "against hive-join-opts at its default flags, in one process. Per query, one untimed "
+        "against hive-join-opts at its default flags, in one process"
+        + (f", both planned for {context.task_slots} task slots (scan splits, coalesced "
+           "shuffle partitions and the skew split's payoff)" if context.task_slots else "")
+        + ". Per query, one untimed "
         "warm-up round that compared its rows and ran it as the timed rounds do"
         + (f", {context.warmup - 1} more untimed" if context.warmup > 1 else "")
         + f", then {context.runs} timed round(s), each running it in both configurations "
