@@ -129,8 +129,9 @@ def run_suite(args) -> int:
 
     spark = local_session(f"hive-join-opts bench --suite {name}", fixed_heap=True, bench=True)
     spark.conf.set("spark.sql.shuffle.partitions", suite.SHUFFLE_PARTITIONS)
-    for key, value in suite.planned_for(args.task_slots).items() if args.task_slots else ():
-        spark.conf.set(key, value)
+    if args.task_slots:
+        for key, value in suite.planned_for(args.task_slots).items():
+            spark.conf.set(key, value)
     tpc.register(spark, suite.SUITES[name], folder)
     tuned = suite.aqe_tuned(args.scale) if name == "tpch-skew" else None
     suite_run = suite.SuiteRun(spark, queries, tuned)

@@ -78,8 +78,7 @@ private[runtime] final case class StageInput(
    * sorted as the join's input was.
    */
   def sortedRead(specs: Seq[ShufflePartitionSpec], keep: Option[Expression] = None): SparkPlan = {
-    val read = AQEShuffleReadExec(stage, specs)
-    val newRead = keep.fold[SparkPlan](read)(FilterExec(_, read))
+    val newRead = keep.fold[SparkPlan](AQEShuffleReadExec(stage, specs))(readOf(specs, _))
     sort.fold[SparkPlan](newRead)(s => s.withNewChildren(Seq(newRead)))
   }
 }

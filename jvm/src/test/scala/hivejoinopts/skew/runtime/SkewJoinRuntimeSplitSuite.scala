@@ -84,6 +84,26 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
 
   private def unions(plan: SparkPlan): Seq[UnionExec] = collect(plan) { case u: UnionExec => u }
 
+  /** The reducer partitions the shuffle reads of `plan` read. */
+  private def partitionsRead(plan: SparkPlan): Set[Int] = plan.collect {
+    case r: AQEShuffleReadExec => r.partitionSpecs.flatMap {
+      case c: CoalescedPartitionSpec => c.startReducerIndex until c.endReducerIndex
+      case p: PartialReducerPartitionSpec => Seq(p.reducerIndex)
+      case other => fail(s"unexpected read $other")
+    }
+  }.flatten.toSet
+
+  /**
+   * Where `split` joined its heavy partitions' other keys: in the rest, or in the remainder,
+   * as `inRest` says, or neither where it spread each heavy partition whole.
+   */
+  private def assertOtherKeysIn(split: Decision, inRest: Boolean): Unit = {
+    val numbers = split.numbers.toMap
+    val spreadWhole = number(split, "rereadBytes") == "0"
+    assert(numbers.contains("heavyPartitionsReadByRest") == (!spreadWhole && inRest), split)
+    assert(numbers.contains("remainderJoins") == (!spreadWhole && !inRest), split)
+  }
+
   /** Both orders of each join type, the heavy table on either side. */
   private val joins: Seq[(String, String)] = Seq(
     "INNER" -> "big.k = small.k",
@@ -93,7 +113,8 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
 
   for ((joinType, on) <- joins; bigFirst <- Seq(true, false); (home, conf) <- forms) {
     val (a, b) = if (bigFirst) ("big", "small") else ("small", "big")
-    test(s"$a $joinType JOIN $b: same rows, the heavy key split at run time, other keys in $home") {
+    test(s"$a $joinType JOIN $b: same rows, the heavy key split at run time, " +
+        s"other keys (unless spread whole) in $home") {
       withRuntimeConf(conf: _*) {
         val q = s"SELECT big.k, big.v, small.k AS sk, small.w FROM $a $joinType JOIN $b ON $on"
         checkSameAnswer(sql(q))
@@ -101,18 +122,21 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
         assert(split.size == 1, runtimeDecisions(sql(q)).mkString("\n"))
         assert(number(split.head, "keys").startsWith("7L "), split.head.numbers)
         assert(unions(executedPlan(sql(q))).size == 1)
-        if (conf.nonEmpty) assert(!split.head.numbers.toMap.contains("remainderJoins"), split.head)
+        assertOtherKeysIn(split.head, conf.contains(inRest))
       }
     }
   }
 
   for (joinType <- Seq("LEFT SEMI", "LEFT ANTI"); bigFirst <- Seq(true, false); (home, conf) <- forms) {
     val (a, b) = if (bigFirst) ("big", "small") else ("small", "big")
-    test(s"$a $joinType JOIN $b: same rows, the heavy key split at run time, other keys in $home") {
+    test(s"$a $joinType JOIN $b: same rows, the heavy key split at run time, " +
+        s"other keys (unless spread whole) in $home") {
       withRuntimeConf(conf: _*) {
         val q = s"SELECT * FROM $a $joinType JOIN $b ON $a.k = $b.k"
         checkSameAnswer(sql(q))
-        assert(splitFired(sql(q)).size == 1, runtimeDecisions(sql(q)).mkString("\n"))
+        val split = splitFired(sql(q))
+        assert(split.size == 1, runtimeDecisions(sql(q)).mkString("\n"))
+        assertOtherKeysIn(split.head, conf.contains(inRest))
       }
     }
   }
@@ -326,14 +350,7 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
     withRuntimeConf() {
       val q = "SELECT big.k, big.v, small.w FROM big FULL OUTER JOIN small ON big.k = small.k"
       val union = unions(executedPlan(sql(q))).head
-      def partitions(plan: SparkPlan): Set[Int] = plan.collect {
-        case r: AQEShuffleReadExec => r.partitionSpecs.flatMap {
-          case c: CoalescedPartitionSpec => c.startReducerIndex until c.endReducerIndex
-          case p: PartialReducerPartitionSpec => Seq(p.reducerIndex)
-          case other => fail(s"unexpected read $other")
-        }
-      }.flatten.toSet
-      val read = union.children.map(partitions)
+      val read = union.children.map(partitionsRead)
       val (rest, remainder, heavy) = (read.head, read(1), read.drop(2).reduce(_ ++ _))
       assert(heavy.nonEmpty && remainder == heavy, union.treeString)
       assert(rest.nonEmpty && (rest & heavy).isEmpty, union.treeString)
@@ -353,15 +370,9 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
         assert(!decision.numbers.toMap.contains("remainderJoins"), decision)
         val union = unions(executedPlan(sql(q))).head
         val rest +: heavy = union.children
-        def partitions(plan: SparkPlan): Set[Int] = plan.collect {
-          case r: AQEShuffleReadExec => r.partitionSpecs.collect {
-            case c: CoalescedPartitionSpec => c.startReducerIndex until c.endReducerIndex
-            case p: PartialReducerPartitionSpec => Seq(p.reducerIndex)
-          }.flatten
-        }.flatten.toSet
         // The rest reads the heavy partition, and drops the key's rows as it reads; nothing in
         // it is shuffled again.
-        assert(partitions(heavy.head).subsetOf(partitions(rest)), union.treeString)
+        assert(partitionsRead(heavy.head).subsetOf(partitionsRead(rest)), union.treeString)
         val filtered = rest.collect {
           case f: org.apache.spark.sql.execution.FilterExec if (f.child match {
             case i: org.apache.spark.sql.execution.InputAdapter => i.child
