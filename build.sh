@@ -24,9 +24,10 @@ JAR_DIR="$ROOT/python/hive_join_opts/jars"
 MVN=(mvn -B --no-transfer-progress -f "$ROOT/jvm/pom.xml")
 CACHE=${HIVE_JOIN_OPTS_CACHE:-$HOME/.cache/hive-join-opts}
 
-# The load test's size in `./build.sh test`: its 8 sessions run 6 queries each, not the 25 of
-# `pytest -m load` (tests/test_load.py).
-SMALL_LOAD=(--load-queries 6)
+# Sizes in `./build.sh test`: the load test's 8 sessions run 6 queries each, not the 25 of
+# `pytest -m load` (tests/test_load.py); the differential fuzzer runs 100 queries, not 200
+# (tests/test_fuzz.py), and its run-time split profile 20.
+TEST_SIZES=(--load-queries 6 --fuzz-queries 100)
 
 # The Spark line whose full suite `./build.sh test` runs: the newest line that both Maven
 # Central (for the ScalaTest suites) and PyPI serve.
@@ -215,7 +216,7 @@ run_tests() {
     say "ScalaTest (Maven, Spark $line)"
     "${MVN[@]}" test "-P$profile"
     say "pytest (Spark $line)"
-    "$VENV/bin/python" -m pytest "${SMALL_LOAD[@]}" "$@"
+    "$VENV/bin/python" -m pytest "${TEST_SIZES[@]}" "$@"
     build_wheel
     local other
     for other in $(release_lines); do
@@ -234,7 +235,7 @@ run_tests() {
     fi
     say "pytest (Spark $line)"
     (export PYSPARK_PYTHON="$venv/bin/python" PYSPARK_DRIVER_PYTHON="$venv/bin/python"
-     "$venv/bin/python" -m pytest "${SMALL_LOAD[@]}" "$@")
+     "$venv/bin/python" -m pytest "${TEST_SIZES[@]}" "$@")
   fi
   say "all tests passed in $((SECONDS - start)) s"
 }
