@@ -20,10 +20,14 @@ private[runtime] final case class FollowingJoin(join: ShuffledJoin, side: JoinSi
 }
 
 /**
- * What a split of `join` must copy into each of its branches: the operators above the join, in
+ * What a split of `join` copies into each of its branches: the operators above the join, in
  * its stage, that rely on the join's partitioning or order (a GROUP BY on the key, a further
- * join on it, the sorts they need) and those between them and the join. A split's branches are
- * not hash partitioned any more, so each gets its own copy, and their union stands at `top`.
+ * join on it, the sorts they need) and those between them and the join, which it must copy (a
+ * split's branches are not hash partitioned any more); and the operators above those that work
+ * on each partition alone (projections, filters, partial aggregates, broadcast joins), which it
+ * copies so that each branch's generated code runs from its join to them, as Spark's plan's
+ * does, rather than handing each joined row over to them above the union. Their union stands
+ * at `top`.
  */
 private[runtime] final case class JoinRegion(
     top: SparkPlan,
@@ -66,7 +70,12 @@ private[runtime] object JoinRegion {
       above(i).requiredChildDistribution(at) != UnspecifiedDistribution ||
         above(i).requiredChildOrdering(at).nonEmpty
     }
-    val inRegion = relying.headOption.map(i => path.drop(i)).getOrElse(Seq(join))
+    val relied = relying.headOption.getOrElse(path.size - 1)
+    // Above it, the operators that work on each partition alone, up to the first that does not.
+    // (Nothing above `relied` needs a distribution, so an aggregate there is a partial one.)
+    val perPartition = (relied - 1 to 0 by -1).takeWhile(i =>
+      supported(path(i), path(i + 1)) == Right(Nil))
+    val inRegion = path.drop(perPartition.lastOption.getOrElse(relied))
     val nodes = inRegion.init
     nodes.zip(inRegion.tail).foldLeft[Either[String, Seq[FollowingJoin]]](Right(Nil)) {
       case (Left(why), _) => Left(why)

@@ -1,8 +1,9 @@
 package hivejoinopts.skew.runtime
 
 import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.execution.{CoalescedPartitionSpec, PartialReducerPartitionSpec, SparkPlan, UnionExec}
+import org.apache.spark.sql.execution.{CoalescedPartitionSpec, PartialReducerPartitionSpec, SparkPlan, UnionExec, WholeStageCodegenExec}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
+import org.apache.spark.sql.execution.aggregate.HashAggregateExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
@@ -266,6 +267,30 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
       assert(reads.size == 2 && reads.forall(_.size > 1), whole.treeString)
       assert(whole.collect { case f: org.apache.spark.sql.execution.FilterExec => f }.isEmpty,
         whole.treeString)
+    }
+  }
+
+  test("an aggregate over the join's rows is copied into each branch, under the union") {
+    withRuntimeConf() {
+      for (joinType <- Seq("JOIN", "FULL OUTER JOIN")) {
+        val q = s"SELECT count(*), sum(big.v), sum(small.w) FROM big $joinType small " +
+          "ON big.k = small.k WHERE big.v % 3 != 1 OR small.w IS NULL"
+        checkSameAnswer(sql(q))
+        val plan = executedPlan(sql(q))
+        val union = unions(plan)
+        assert(union.size == 1, plan.treeString)
+        // Each branch's partial aggregate reads its own join, as in Spark's plan, so its
+        // generated code runs from the join up; nothing of it is left above the union.
+        assert(union.head.children.size >= 2, union.head.treeString)
+        union.head.children.foreach { branch =>
+          val top = branch match {
+            case w: WholeStageCodegenExec => w.child
+            case other => other
+          }
+          assert(top.isInstanceOf[HashAggregateExec], branch.treeString)
+        }
+        assert(number(splitFired(sql(q)).head, "copiedAbove").contains("HashAggregate"))
+      }
     }
   }
 
