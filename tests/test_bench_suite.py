@@ -225,6 +225,24 @@ def test_the_summary_names_the_queries_over_the_planning_work_bound():
     assert s.first_work_ms == 300.0 and s.timed_work_ms == 150.0 + 60.0 + 45.0
 
 
+def test_the_report_gives_the_key_counts_share_of_the_shuffles_map_tasks():
+    counting = result("q3", [1000, 1000, 1000], [1000, 1000, 1000])
+    for run, (counted, mapped) in zip(counting.extension_runs, [(10, 1000), (30, 1000), (20, 500)]):
+        run.key_count_ms, run.shuffle_map_ms = counted, mapped
+    quiet = result("q1", [1000], [1000])  # no shuffled join: nothing counted
+    assert counting.key_count_share == pytest.approx(0.03) and quiet.key_count_share is None
+    s = suite_report.summarize([quiet, counting])
+    assert s.key_count_ms == 20 and s.key_count_map_ms == 1000
+    assert s.key_count_most == ("q3", pytest.approx(0.03))
+    context = suite_report.Context(suite="tpch", scale=1, preset=None, runs=3, warmup=1,
+                                   spark_version="4.2.1", master="local[2]",
+                                   shuffle_partitions="200", work_source="the decisions")
+    text = suite_report.markdown([quiet, counting], context)
+    assert ("the run-time split's key counts: 20 ms of the 1000 ms that the map tasks of the "
+            "shuffles ran, in the queries that counted (2.0%); most: q3, 3.0%") in text
+    assert "| 0 / 10 (10%) | 20 (3.0%) |" in text and "| 0 / 10 (10%) | - |" in text
+
+
 def test_the_report_names_its_command_and_every_query():
     results = [result("q1", [1000], [500], fired=["AggregateJoinToWindow"]),
                result("q2", [1000], [1200]),

@@ -25,7 +25,7 @@ from .._compare import rows_equal
 from .model import ENABLED_KEY, EXTENSION, SPARK, TUNED, Dataset, Scenario
 from .._progress import NoProgress, Progress
 from .stages import (default_join_stage, longest_and_median_task_ms, map_stages_run_ms,
-                     simulated_wall_ms, straggler_factor)
+                     shuffle_map_run_ms, simulated_wall_ms, straggler_factor)
 
 
 @dataclass
@@ -59,6 +59,9 @@ class Run:
     map_stages_ms: float = 0.0
     # Time the map tasks spent counting join keys (the KeyCount nodes' metric), in milliseconds.
     key_count_ms: float = 0.0
+    # Task run time of every stage that writes a shuffle (where the key counts can run, after a
+    # scan or after a join), in milliseconds.
+    shuffle_map_ms: float = 0.0
 
     @staticmethod
     def from_json(raw: dict, pick_stage) -> "Run":
@@ -84,6 +87,7 @@ class Run:
             join_stage_median_ms=longest_and_median[1] if longest_and_median else None,
             map_stages_ms=map_stages_run_ms(stages),
             key_count_ms=raw.get("keyCountMs", 0.0),
+            shuffle_map_ms=shuffle_map_run_ms(stages),
         )
 
 

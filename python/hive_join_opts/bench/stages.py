@@ -58,6 +58,13 @@ def map_stages_run_ms(stages: list[dict]) -> float:
                      if s["shuffleWriteBytes"] > 0 and s["shuffleReadBytes"] == 0))
 
 
+def shuffle_map_run_ms(stages: list[dict]) -> float:
+    """Task run time of every stage that writes a shuffle: the map side of each shuffle, where
+    the key counts run (after a scan, or after a join whose output is shuffled again)."""
+    return float(sum(sum(s.get("taskRunTimesMs", s["taskDurationsMs"])) for s in stages
+                     if s["shuffleWriteBytes"] > 0))
+
+
 def shuffle_join_stage(stages: list[dict]) -> dict | None:
     """The stage that runs a shuffle join: of the stages whose tasks read shuffle data, the one
     with the most task time (the scans below the join and the aggregation above it are

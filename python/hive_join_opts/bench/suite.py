@@ -75,6 +75,10 @@ class QueryRun:
     # Extension runs: milliseconds of the extension's own planning work (totalMs and its parts).
     work_ms: dict | None = None
     plan: str = ""
+    # Milliseconds the map tasks spent counting join keys, and the task run time of the stages
+    # that write a shuffle, where they count.
+    key_count_ms: float = 0.0
+    shuffle_map_ms: float = 0.0
 
 
 @dataclass
@@ -131,6 +135,14 @@ class QueryResult:
     def work_ms(self) -> float:
         """Median of the extension's own planning work over the timed rounds."""
         return statistics.median(_total_ms(r.work_ms) for r in self.extension_runs)
+
+    @property
+    def key_count_share(self) -> float | None:
+        """The share of the extension's shuffle-writing task time spent counting join keys (the
+        median over the rounds); None where no key was counted."""
+        shares = [r.key_count_ms / r.shuffle_map_ms for r in self.extension_runs
+                  if r.key_count_ms > 0 and r.shuffle_map_ms > 0]
+        return statistics.median(shares) if shares else None
 
     def first_work_ms(self) -> float:
         """The extension's own planning work at the query's first planning (the warm-up)."""
@@ -314,7 +326,8 @@ class SuiteRun:
             measured = QueryRun(
                 wall_ms=run.wall_ms, planning_ms=planning_ms(phases), phases_ms=phases,
                 rows=run.rows, shuffles=run.shuffles, scans=run.scans,
-                bytes_read=run.bytes_read, bytes_shuffled=run.bytes_shuffled, plan=run.plan)
+                bytes_read=run.bytes_read, bytes_shuffled=run.bytes_shuffled, plan=run.plan,
+                key_count_ms=run.key_count_ms, shuffle_map_ms=run.shuffle_map_ms)
             if mode == EXTENSION:
                 decisions = self._decisions()
                 result.fired = sorted(set(result.fired) | {d.rule for d in decisions if d.fired})

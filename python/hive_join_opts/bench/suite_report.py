@@ -79,6 +79,12 @@ class Summary:
     timed_work_ms: float
     # Queries whose timed planning work is over WORK_BOUND_SHARE of their time and WORK_BOUND_MS.
     over_work_bound: list[tuple[str, float]]
+    # The key counts (medians per query, summed): their time and the task time of the stages
+    # that write a shuffle, of the queries where keys were counted; the query of the largest
+    # share.
+    key_count_ms: float = 0.0
+    key_count_map_ms: float = 0.0
+    key_count_most: tuple[str, float] | None = None
 
     @property
     def total_ratio(self) -> float | None:
@@ -88,7 +94,12 @@ class Summary:
 def summarize(results: list[QueryResult]) -> Summary:
     counted = [r for r in results if r.counted]
     fired = [r for r in counted if r.fired]
+    counting = [r for r in counted if r.key_count_share is not None]
+    most = max(counting, key=lambda r: r.key_count_share, default=None)
     return Summary(
+        key_count_ms=sum(r.median(EXTENSION, "key_count_ms") for r in counting),
+        key_count_map_ms=sum(r.median(EXTENSION, "shuffle_map_ms") for r in counting),
+        key_count_most=(most.name, most.key_count_share) if most else None,
         counted=len(counted),
         spark_total_ms=sum(r.median(SPARK, "wall_ms") for r in counted),
         extension_total_ms=sum(r.median(EXTENSION, "wall_ms") for r in counted),
@@ -116,6 +127,14 @@ def _mb(n: float) -> str:
 
 def _ratio(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}x"
+
+
+def _key_counts(r: QueryResult) -> str:
+    """The median time counting keys and its share of the shuffles' map tasks, or "-"."""
+    share = r.key_count_share
+    if share is None:
+        return "-"
+    return f"{r.median(EXTENSION, 'key_count_ms'):.0f} ({100 * share:.1f}%)"
 
 
 def markdown(results: list[QueryResult], context: Context) -> str:
@@ -155,6 +174,12 @@ def markdown(results: list[QueryResult], context: Context) -> str:
         + f", {s.timed_work_ms:.0f} ms in the timed rounds (medians); over "
         f"{WORK_BOUND_MS:.0f} ms and {100 * WORK_BOUND_SHARE:.0f}% of the query's time: "
         + (", ".join(f"{n} {ms:.0f} ms" for n, ms in s.over_work_bound) or "none"))
+    if s.key_count_most:
+        lines.append(
+            f"- the run-time split's key counts: {s.key_count_ms:.0f} ms of the "
+            f"{s.key_count_map_ms:.0f} ms that the map tasks of the shuffles ran, in the queries "
+            f"that counted ({100 * s.key_count_ms / max(s.key_count_map_ms, 1e-9):.1f}%); most: "
+            f"{s.key_count_most[0]}, {100 * s.key_count_most[1]:.1f}%")
     if s.fails_in_both:
         lines.append("- not counted, they fail the same way in both configurations: "
                      + "; ".join(f"{n} ({e})" for n, e in s.fails_in_both))
@@ -164,14 +189,15 @@ def markdown(results: list[QueryResult], context: Context) -> str:
     lines += [
         "",
         "| query | Spark s | ext s | ratio | same rows | rules fired | planning ms Spark / ext "
-        "| ext's own planning work ms, first / timed | MB read Spark / ext | MB shuffled Spark / ext |",
-        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|",
+        "| ext's own planning work ms, first / timed | key counts ms (of shuffles' map tasks) "
+        "| MB read Spark / ext | MB shuffled Spark / ext |",
+        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         if not r.counted:
             status = "fails in both" if r.status == FAILS_IN_BOTH else "**FAILED**"
             lines.append(f"| {r.name} | - | - | - | {status} | {', '.join(r.fired) or 'none'} "
-                         "| - | - | - | - |")
+                         "| - | - | - | - | - |")
             continue
         spark, ext = r.median_run(SPARK), r.median_run(EXTENSION)
         ext_planning = r.median(EXTENSION, "planning_ms")
@@ -183,6 +209,7 @@ def markdown(results: list[QueryResult], context: Context) -> str:
             f"| {', '.join(r.fired) or 'none'} "
             f"| {r.median(SPARK, 'planning_ms'):.0f} / {ext_planning:.0f} "
             f"| {r.first_work_ms():.0f} / {work:.0f}{share} "
+            f"| {_key_counts(r)} "
             f"| {_mb(spark.bytes_read)} / {_mb(ext.bytes_read)} "
             f"| {_mb(spark.bytes_shuffled)} / {_mb(ext.bytes_shuffled)} |")
     lines += tuned_table(results, context)
@@ -195,6 +222,9 @@ def markdown(results: list[QueryResult], context: Context) -> str:
         f"{context.work_source}: first at the query's first planning (the warm-up; samples, "
         "small sides and footers of earlier queries of the suite may be cached), then the "
         "median of the timed rounds; in parentheses, its share of the extension's planning time. "
+        "Key counts: the time the extension's map tasks spent counting join keys for the "
+        "run-time skew split (the `KeyCount` nodes' metric), median over the rounds, and its "
+        "share of the task time of the stages that write a shuffle. "
         "Bytes read and shuffled are those of each configuration's median run.",
     ]
     return "\n".join(lines) + "\n"
