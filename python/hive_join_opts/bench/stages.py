@@ -51,18 +51,21 @@ def _working_kind(stage: dict | None) -> list[float]:
     return max(kinds, key=lambda k: max(k) / max(statistics.median(k), 1.0))
 
 
+def _run_ms(stages) -> float:
+    """The task run time of `stages` (durations where run times were not recorded)."""
+    return float(sum(sum(s.get("taskRunTimesMs", s["taskDurationsMs"])) for s in stages))
+
+
 def map_stages_run_ms(stages: list[dict]) -> float:
     """Task run time of the map stages: those that write a shuffle and read none (the scans
     below the shuffles), where the extension counts join keys."""
-    return float(sum(sum(s.get("taskRunTimesMs", s["taskDurationsMs"])) for s in stages
-                     if s["shuffleWriteBytes"] > 0 and s["shuffleReadBytes"] == 0))
+    return _run_ms(s for s in stages if s["shuffleWriteBytes"] > 0 and s["shuffleReadBytes"] == 0)
 
 
 def shuffle_map_run_ms(stages: list[dict]) -> float:
     """Task run time of every stage that writes a shuffle: the map side of each shuffle, where
     the key counts run (after a scan, or after a join whose output is shuffled again)."""
-    return float(sum(sum(s.get("taskRunTimesMs", s["taskDurationsMs"])) for s in stages
-                     if s["shuffleWriteBytes"] > 0))
+    return _run_ms(s for s in stages if s["shuffleWriteBytes"] > 0)
 
 
 def shuffle_join_stage(stages: list[dict]) -> dict | None:
