@@ -15,8 +15,8 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
  *
  * The counts are not part of the plan's identity: two shuffles of the same rows stay the same
  * exchange (Spark reuses one for the other), whose counts serve both. Its metrics say what the
- * counting cost: the time spent counting the sampled rows (a row not sampled costs a decrement)
- * and how many rows were sampled.
+ * counting cost: the time spent counting the sampled rows (a row not sampled costs a decrement),
+ * with each task's setup of the counter and its result, and how many rows were sampled.
  */
 case class KeyCountExec(keys: Seq[Expression], child: SparkPlan)(
     @transient val counts: KeyCountsAccumulator) extends UnaryExecNode {
@@ -42,14 +42,18 @@ case class KeyCountExec(keys: Seq[Expression], child: SparkPlan)(
     val countTime = longMetric("countTime")
     val sampledRows = longMetric("sampledRows")
     child.execute().mapPartitions({ rows =>
+      // The counter's setup and its result are counting time too: the key projection is
+      // generated (or found in the code cache) once per task.
+      val setUp = System.nanoTime()
       val project = UnsafeProjection.create(keyExprs, input)
       val counter = new TaskKeyCounter(capacity)
-      var nanos = 0L
+      var nanos = System.nanoTime() - setUp
       var sampled = 0L
       // Added once, when the task ends: Spark sends them with the task's result.
       TaskContext.get().addTaskCompletionListener[Unit] { _ =>
+        val ending = System.nanoTime()
         acc.add(counter.result)
-        countTime += nanos
+        countTime += nanos + (System.nanoTime() - ending)
         sampledRows += sampled
       }
       rows.map { row =>
