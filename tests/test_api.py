@@ -31,12 +31,16 @@ def test_jar_path_points_at_the_jar_for_this_pyspark_line():
     assert info["version"] == hive_join_opts.__version__
 
 
+def _release_lines(jar: str | None = None) -> list[str]:
+    """The lines of the whole release, as `jar` (the running line's by default) names them."""
+    return [x.strip() for x in hive_join_opts.build_info(jar)["release.spark.lines"].split(",")]
+
+
 def _every_line_built() -> dict[str, str]:
     """The JAR of each line of the release; a failure that says how to build the missing ones
     where a source checkout has only the default line's (`./build.sh setup` builds no more)."""
     lines = _jar.jars_by_line()
-    release = [x.strip() for x in hive_join_opts.build_info()["release.spark.lines"].split(",")]
-    missing = [line for line in release if line not in lines]
+    missing = [line for line in _release_lines() if line not in lines]
     assert not missing, f"no JAR for Spark {', '.join(missing)}: {_jar._not_built(missing[0], lines)}"
     return lines
 
@@ -50,8 +54,8 @@ def test_one_jar_per_line_and_jar_path_for_another_spark():
         assert line in hive_join_opts.build_info(jar)["spark.lines"].split(",")
     # Each JAR names the whole release's lines in its errors: the lines there are JARs for.
     for jar in set(lines.values()):
-        named = hive_join_opts.build_info(jar)["release.spark.lines"]
-        assert [x.strip() for x in named.split(",")] == list(lines), named
+        named = _release_lines(jar)
+        assert named == list(lines), (jar, named)
 
 
 def test_the_pyspark_requirement_admits_exactly_the_supported_lines():
