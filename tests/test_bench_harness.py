@@ -185,7 +185,7 @@ def test_warm_up_rounds_are_run_but_not_timed(monkeypatch):
     from hive_join_opts.bench import model
 
     bench, order = _recording_bench(monkeypatch)
-    result = bench.measure(SimpleNamespace(tuned_conf=None), runs=2, warmup=3)
+    result = bench.measure(SimpleNamespace(tuned_conf=None, own_slots_run=False), runs=2, warmup=3)
     # Five rounds, each configuration first in every other one; the last two are timed.
     spark, ext = model.SPARK, model.EXTENSION
     assert order == [spark, ext, ext, spark, spark, ext, ext, spark, spark, ext]
@@ -210,7 +210,7 @@ def test_a_scenario_with_a_tuned_baseline_runs_three_configurations_in_turn(monk
     from hive_join_opts.bench import model
 
     bench, order = _recording_bench(monkeypatch)
-    result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}), runs=2, warmup=1)
+    result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}, own_slots_run=False), runs=2, warmup=1)
     spark, ext, tuned = model.SPARK, model.EXTENSION, model.TUNED
     # Each configuration goes first in turn; the warm-up round is not timed.
     assert order == [spark, ext, tuned, ext, tuned, spark, tuned, spark, ext]
@@ -219,6 +219,50 @@ def test_a_scenario_with_a_tuned_baseline_runs_three_configurations_in_turn(monk
     # Against the tuned runs, round by round: 500 / 400 and 700 / 900.
     assert result.speedup_vs_tuned == (500 / 400 + 700 / 900) / 2
     assert result.tuned_split is False
+
+
+def test_a_run_planned_for_this_machines_slots_is_a_fourth_configuration(monkeypatch):
+    from hive_join_opts.bench import model
+
+    bench, order = _recording_bench(monkeypatch)
+    result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}, own_slots_run=True),
+                           runs=1, warmup=1)
+    spark, ext, tuned, own = model.SPARK, model.EXTENSION, model.TUNED, model.EXTENSION_OWN_SLOTS
+    assert order == [spark, ext, tuned, own, ext, tuned, own, spark]
+    assert [r.wall_ms for r in result.own_slots_runs] == [700]
+    assert [r.wall_ms for r in result.spark_runs] == [800]
+    assert result.own_slots_speedup == 800 / 700
+    assert set(result.timed()) == {spark, ext, tuned, own}
+
+
+def test_the_fourth_configuration_leaves_the_task_slots_at_their_default():
+    from hive_join_opts.bench import model, runner
+
+    class Conf:
+        def __init__(self):
+            self.values = {}
+
+        def get(self, key, default=None):
+            return self.values.get(key, default)
+
+        def set(self, key, value):
+            self.values[key] = value
+
+        def unset(self, key):
+            self.values.pop(key, None)
+
+    bench = object.__new__(runner.Bench)
+    bench.spark = SimpleNamespace(conf=Conf())
+    bench.scale = 1.0
+    bench._applied = set()
+    scenario = model.Scenario("s", "skewJoin", "t", None, "SELECT 1",
+                              scaled_conf=lambda scale: {model.TASK_SLOTS_KEY: "64", "x": "1"},
+                              own_slots_run=True)
+    bench._configure(scenario, model.EXTENSION)
+    assert bench.spark.conf.values[model.TASK_SLOTS_KEY] == "64"
+    bench._configure(scenario, model.EXTENSION_OWN_SLOTS)
+    assert model.TASK_SLOTS_KEY not in bench.spark.conf.values
+    assert bench.spark.conf.values == {"x": "1", model.ENABLED_KEY: "true"}
 
 
 def test_progress_hears_of_the_row_check_and_each_round(monkeypatch):
@@ -240,6 +284,6 @@ def test_progress_hears_of_the_row_check_and_each_round(monkeypatch):
         def advance(self, steps=1):
             seen.append("+")
 
-    bench.measure(SimpleNamespace(tuned_conf=None), runs=2, warmup=1, progress=Recorder())
+    bench.measure(SimpleNamespace(tuned_conf=None, own_slots_run=False), runs=2, warmup=1, progress=Recorder())
     assert seen == ["comparing rows", "+", "round 1/3 (warm-up)", "+", "round 2/3 (timed 1/2)",
                     "+", "round 3/3 (timed 2/2)", "+"]

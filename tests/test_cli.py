@@ -88,6 +88,8 @@ def test_demo_runs_and_prints_decisions_and_ratios():
                     "big table: partitions read", "shuffles", "executed plan"):
         assert measure in out
     assert out.count("wall time on this machine") == 5
+    # The skew showcase also runs the split weighed against this machine's own cores.
+    assert out.count("split planned for these cores") == 1
     same_rows = [line for line in out.splitlines() if line.strip().startswith("same rows")]
     assert len(same_rows) == 5 and all(line.endswith(" yes") for line in same_rows)
     summary = out[out.index("=== Summary ==="):]

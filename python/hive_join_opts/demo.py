@@ -187,11 +187,15 @@ def measures_table(result: Result, runs: int) -> tuple[str, str]:
     lines, effect = LEADS[result.scenario.family](result)
     s, e = result.spark, result.extension
     noise = " (same plan: noise)" if result.scenario.family == "none" else ""
-    lines += [
-        Line("wall time on this machine", _s(s.wall_ms), _s(e.wall_ms),
-             f"{result.speedup:.2f}x{noise}"),
-        Line("same rows", "", "yes" if result.same_answer else "NO"),
-    ]
+    lines.append(Line("wall time on this machine", _s(s.wall_ms), _s(e.wall_ms),
+                      f"{result.speedup:.2f}x{noise}"))
+    o = result.own_slots
+    if o is not None:
+        # The split weighed against this machine's cores, not the 64 slots planned above.
+        split = "yes" if "SkewJoinRuntimeSplit" in result.own_slots_fired else "no"
+        lines.append(Line("  split planned for these cores", _s(s.wall_ms), _s(o.wall_ms),
+                          f"{result.own_slots_speedup:.2f}x; split: {split}"))
+    lines.append(Line("same rows", "", "yes" if result.same_answer else "NO"))
     rows = [f"  {'':32} {'Spark defaults':>16} {'hive-join-opts':>16}"]
     rows += [f"  {line.label:32} {line.spark:>16} {line.extension:>16}   {line.note}".rstrip()
              for line in lines]

@@ -10,13 +10,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-# The two configurations every scenario and suite query runs with, and the third that skew
-# scenarios add: Spark with adaptive execution's skew handling tuned to the data's size.
+# The two configurations every scenario and suite query runs with, the third that skew
+# scenarios add (Spark with adaptive execution's skew handling tuned to the data's size), and
+# the fourth that the run-time split's scenarios add: the extension with the slots a split is
+# weighed against at their default, this machine's cores, where the others plan for a cluster.
 SPARK = "spark"
 EXTENSION = "hive-join-opts"
 TUNED = "spark-aqe-tuned"
+EXTENSION_OWN_SLOTS = "hive-join-opts-own-slots"
 # The extension's master switch: false gives Spark's own plan, with the JAR loaded.
 ENABLED_KEY = "spark.sql.hiveJoinOpts.enabled"
+# The slots the skew split weighs a split against (default: the cluster's cores).
+TASK_SLOTS_KEY = "spark.sql.hiveJoinOpts.skewJoin.taskSlots"
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,9 @@ class Scenario:
     # would tune instead (adaptive execution's skew thresholds at the data's size). None: no
     # third run.
     tuned_conf: Callable[[float], dict[str, str]] | None = None
+    # Whether to add a run of the extension planned for this machine's own cores
+    # (EXTENSION_OWN_SLOTS): scaled_conf without TASK_SLOTS_KEY.
+    own_slots_run: bool = False
     # True when the extension is expected to rewrite the query.
     expect_rewrite: bool = True
     # Whether the demo shows the scenario, and the share of the benchmark's data size it uses
@@ -70,6 +78,12 @@ class Scenario:
     join_stage: Callable[[list[dict]], dict | None] | None = None
     # Row groups read and the ideal, for scenarios about scans (optional).
     row_groups: RowGroupSpec | None = None
+
+
+def modes_of(scenario: Scenario) -> list[str]:
+    """The configurations a scenario runs with, in the order of its first round."""
+    return ([SPARK, EXTENSION] + ([TUNED] if scenario.tuned_conf else [])
+            + ([EXTENSION_OWN_SLOTS] if scenario.own_slots_run else []))
 
 
 def unique(scenarios: Iterable[Scenario]) -> list[Scenario]:

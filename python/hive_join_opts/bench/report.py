@@ -37,6 +37,7 @@ def markdown(results: list[Result], header: str) -> str:
             f"| {', '.join(r.fired) or 'none'} | {'yes' if r.same_answer else 'NO'} |"
         )
     lines.extend(tuned_table(results))
+    lines.extend(own_slots_table(results))
     lines.append("")
     for r in results:
         lines.append(f"- **{r.scenario.name}**: {r.scenario.title}")
@@ -78,6 +79,30 @@ def tuned_table(results: list[Result]) -> list[str]:
             f"| {_mb(s.bytes_read)} / {_mb(t.bytes_read)} / {_mb(e.bytes_read)} "
             f"| {_mb(s.bytes_shuffled)} / {_mb(t.bytes_shuffled)} / {_mb(e.bytes_shuffled)} "
             f"| {'yes' if r.tuned_split else 'no'} | {', '.join(r.fired) or 'none'} |")
+    return lines
+
+
+def own_slots_table(results: list[Result]) -> list[str]:
+    """For scenarios with a run planned for this machine's cores: what the extension does here
+    with the slots a split is weighed against at their default."""
+    rows = [r for r in results if r.own_slots is not None]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "The extension with `skewJoin.taskSlots` at its default (this machine's cores), "
+        "everything else as above:",
+        "",
+        "| scenario | wall s Spark / ext (own slots) | speedup | straggler Spark / ext (own slots) "
+        "| rules fired (own slots) |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        s, o = r.spark, r.own_slots
+        lines.append(
+            f"| {r.scenario.name} | {s.wall_ms / 1000:.2f} / {o.wall_ms / 1000:.2f} "
+            f"| {r.own_slots_speedup:.2f}x | {_factor(s.straggler)} / {_factor(o.straggler)} "
+            f"| {', '.join(r.own_slots_fired) or 'none'} |")
     return lines
 
 
@@ -150,5 +175,8 @@ def results_json(results: list[Result]) -> list[dict]:
          "map_stages_cost": r.map_stages_cost, "key_count_share": r.key_count_share,
          **({"tuned": r.tuned.__dict__, "speedup_vs_tuned": r.speedup_vs_tuned,
              "sim64_vs_tuned": r.sim64_vs_tuned, "tuned_split": r.tuned_split}
-            if r.tuned is not None else {})}
+            if r.tuned is not None else {}),
+         **({"own_slots": r.own_slots.__dict__, "own_slots_speedup": r.own_slots_speedup,
+             "own_slots_fired": r.own_slots_fired}
+            if r.own_slots is not None else {})}
         for r in results]

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._compare import rows_equal
-from .model import ENABLED_KEY, EXTENSION, SPARK, TUNED, Dataset, Scenario
+from .model import (ENABLED_KEY, EXTENSION, EXTENSION_OWN_SLOTS, SPARK, TASK_SLOTS_KEY, TUNED,
+                    Dataset, Scenario, modes_of)
 from .._progress import NoProgress, Progress
 from .stages import (default_join_stage, longest_and_median_task_ms, map_stages_run_ms,
                      shuffle_map_run_ms, simulated_wall_ms, straggler_factor)
@@ -136,6 +137,10 @@ class Result:
     # The timed runs of Spark with adaptive execution's skew handling tuned (scenarios with a
     # tuned_conf), in round order.
     tuned_runs: list[Run] = field(default_factory=list)
+    # The timed runs of the extension planned for this machine's own cores (scenarios with
+    # own_slots_run), in round order, and the rules that fired in them.
+    own_slots_runs: list[Run] = field(default_factory=list)
+    own_slots_fired: list[str] = field(default_factory=list)
 
     @property
     def spark(self) -> Run:
@@ -188,12 +193,25 @@ class Result:
         """Whether adaptive execution split a skewed join in the tuned run's final plan."""
         return aqe_split(self.tuned_runs) if self.tuned_runs else None
 
+    @property
+    def own_slots(self) -> Run | None:
+        return typical(self.own_slots_runs) if self.own_slots_runs else None
+
+    @property
+    def own_slots_speedup(self) -> float | None:
+        """Wall time of Spark's defaults over the extension's planned for this machine's cores:
+        what the extension gains or costs here with the slots at their default."""
+        return paired_speedup([r.wall_ms for r in self.spark_runs],
+                              [r.wall_ms for r in self.own_slots_runs]) \
+            if self.own_slots_runs else None
+
     def timed(self) -> dict:
         """Every round's wall time, straggler factor and 64-slot time, per configuration."""
         return {mode: [{"wall_ms": r.wall_ms, "straggler": r.straggler, "sim64_ms": r.sim64_ms}
                        for r in runs]
                 for mode, runs in ((SPARK, self.spark_runs), (EXTENSION, self.extension_runs),
-                                   (TUNED, self.tuned_runs)) if runs}
+                                   (TUNED, self.tuned_runs),
+                                   (EXTENSION_OWN_SLOTS, self.own_slots_runs)) if runs}
 
 
 def aqe_split(runs) -> bool:
@@ -244,6 +262,8 @@ class Bench:
         else:
             conf[ENABLED_KEY] = "true"
             conf.update(scenario.extension_conf)
+            if mode == EXTENSION_OWN_SLOTS:
+                conf.pop(TASK_SLOTS_KEY, None)
         for key in set(scenario.extension_conf) - set(conf):
             self.spark.conf.unset(key)
         # What an earlier scenario set and this one does not goes back to its default.
@@ -310,11 +330,14 @@ class Bench:
         # The extension's first query plans with no cached sample: what a first query pays.
         extension_rows = self.rows(scenario, EXTENSION)
         first_sample_ms = sample_ms(last_decisions(self.spark))
-        same = rows_equal(spark_rows, extension_rows)
+        same = rows_equal(spark_rows, extension_rows) and all(
+            rows_equal(spark_rows, self.rows(scenario, mode))
+            for mode in modes_of(scenario) if mode == EXTENSION_OWN_SLOTS)
         progress.advance()
-        modes = [SPARK, EXTENSION] + ([TUNED] if scenario.tuned_conf else [])
+        modes = modes_of(scenario)
         timed: dict[str, list[Run]] = {mode: [] for mode in modes}
         decisions: list = []
+        own_slots_decisions: list = []
         for i in range(warmup + runs):  # the warm-up rounds are not counted
             progress.show(round_label(i, warmup, runs))
             # Each configuration goes first in turn: the run after another pays for its
@@ -324,11 +347,14 @@ class Bench:
                 run = self._run(scenario)
                 if mode == EXTENSION:
                     decisions = last_decisions(self.spark)
+                elif mode == EXTENSION_OWN_SLOTS:
+                    own_slots_decisions = last_decisions(self.spark)
                 if i >= warmup:
                     timed[mode].append(run)
             progress.advance()
         self.spark.conf.set(ENABLED_KEY, "true")
         fired = sorted({d.rule for d in decisions if d.fired})
+        own_slots_fired = sorted({d.rule for d in own_slots_decisions if d.fired})
         return Result(
             scenario=scenario,
             spark_runs=timed[SPARK],
@@ -338,6 +364,8 @@ class Bench:
             same_answer=same,
             first_sample_ms=first_sample_ms,
             tuned_runs=timed.get(TUNED, []),
+            own_slots_runs=timed.get(EXTENSION_OWN_SLOTS, []),
+            own_slots_fired=own_slots_fired,
         )
 
 

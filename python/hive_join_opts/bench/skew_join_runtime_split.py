@@ -1,6 +1,8 @@
 """Benchmarks of the run-time skew split (rule SkewJoinRuntimeSplit) against Spark's defaults
 and against Spark with adaptive execution's skew handling tuned to the data, with default
-flags: no hint, no planning-time sampling, heavy keys found from the shuffle.
+flags: no hint, no planning-time sampling, heavy keys found from the shuffle. Every session
+plans as a 64-slot cluster would; a fourth run plans the extension's split for this machine's
+own cores (`skewJoin.taskSlots` at its default), the wall time a user of this machine sees.
 
 At scale 1 the big side has 20 million rows and the other side 2 million. Layouts of the big
 side: the heavy key (55% of the rows) spread over 8 files of small row groups; three heavy keys
@@ -144,6 +146,7 @@ def _scenario(layout: str, query: str) -> Scenario:
         sql=QUERIES[query].format(t=table),
         scaled_conf=_wide_conf if layout == "wide" else _cluster_conf,
         tuned_conf=aqe_tuned,
+        own_slots_run=True,
         join_stage=shuffle_join_stage,
         showcase=(layout, query) == ("spread", "full_outer"),
     )

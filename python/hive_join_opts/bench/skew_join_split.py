@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .model import Dataset, Scenario
+from .model import TASK_SLOTS_KEY, Dataset, Scenario
 from .stages import shuffle_join_stage
 
 BIG_ROWS = 20_000_000
@@ -45,7 +45,7 @@ def _thresholds_at(scale: float) -> dict[str, str]:
         "spark.sql.autoBroadcastJoinThreshold": str(int(10 * MB * scale)),
         SPLIT + "detection.minInputBytes": str(int(32 * MB * scale)),
         # The rule weighs a split against the slots that run the stage: the cluster's 64.
-        SPLIT + "taskSlots": "64",
+        TASK_SLOTS_KEY: "64",
     }
 
 

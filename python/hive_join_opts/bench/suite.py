@@ -32,17 +32,15 @@ from pathlib import Path
 
 from .._compare import difference
 from .. import _progress as progress
-from .model import ENABLED_KEY, EXTENSION, SPARK, TUNED
+from .model import ENABLED_KEY, EXTENSION, SPARK, TASK_SLOTS_KEY, TUNED
 from .runner import Bench, aqe_split, paired_speedup, planning_ms, sample_ms
-from .skew_join_split import MB, SPLIT, aqe_skew_split_at
+from .skew_join_split import MB, aqe_skew_split_at
 
 # Suite -> the benchmark whose query texts it runs.
 SUITES = {"tpch": "tpch", "tpcds": "tpcds", "tpch-skew": "tpch"}
 TITLES = {"tpch": "TPC-H", "tpcds": "TPC-DS", "tpch-skew": "TPC-H Skew"}
 # Spark's default; the local session the CLI builds sets fewer.
 SHUFFLE_PARTITIONS = "200"
-# The slots the skew split plans for (`--task-slots`).
-TASK_SLOTS_KEY = SPLIT + "taskSlots"
 
 
 def planned_for(slots: int) -> dict[str, str]:
