@@ -15,7 +15,8 @@ from pyspark.sql import SparkSession
 
 import hive_join_opts
 from hive_join_opts import _jar
-from hive_join_opts._flags import FLAGS, KEYWORDS, keyword, to_conf
+from hive_join_opts._flags import (FLAGS, KEYWORDS, declared, default_bytes, keyword,
+                                    parse_bytes, to_conf)
 from hive_join_opts._jar import spark_line
 
 from conftest import ROOT, run_python
@@ -151,6 +152,18 @@ def test_keywords_follow_the_keys():
     assert keyword("spark.sql.hiveJoinOpts.skewJoin.enabled") == "skew_join"
     assert keyword("spark.sql.hiveJoinOpts.skewJoin.detection.minRows") == "skew_join_detection_min_rows"
     assert len(KEYWORDS) == len(FLAGS), "two flags map to one keyword"
+
+
+def test_sizes_read_as_spark_reads_them(spark):
+    parse = spark._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes
+    for text in ("100", "512k", "2m", "2MB", "1g", "3t"):
+        assert parse_bytes(text) == parse(text), text
+    defaults = [f for f in declared() if f["type"] == "bytes"]
+    assert defaults, "the JAR declares no size flag"
+    for f in defaults:
+        assert default_bytes(f["key"]) == parse(f["default"]), f["key"]
+    with pytest.raises(ValueError, match="not a size such as 10m or 1g: '2 parsecs'"):
+        parse_bytes("2 parsecs")
 
 
 def test_the_flags_read_from_the_jar_resource_are_the_running_jars(spark):

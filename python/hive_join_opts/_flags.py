@@ -46,6 +46,25 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def default_bytes(key: str) -> int:
+    """The declared default of bytes flag `key`, in bytes: `2m` -> 2097152."""
+    text = next(f["default"] for f in declared() if f["key"] == key)
+    return parse_bytes(text)
+
+
+# Spark's size suffixes (JavaUtils.byteStringAs): powers of 1024.
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "m": 1024 ** 2, "mb": 1024 ** 2,
+               "g": 1024 ** 3, "gb": 1024 ** 3, "t": 1024 ** 4, "tb": 1024 ** 4}
+
+
+def parse_bytes(text: str) -> int:
+    """A size as Spark writes it (`512k`, `2m`, `1g`, or bytes), in bytes."""
+    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    if not match or match.group(2).lower() not in _BYTE_UNITS:
+        raise ValueError(f"not a size such as 10m or 1g: {text!r}")
+    return int(match.group(1)) * _BYTE_UNITS[match.group(2).lower()]
+
+
 def keyword(key: str) -> str:
     """`spark.sql.hiveJoinOpts.skewJoin.detection.minRows` -> `skew_join_detection_min_rows`;
     a trailing `.enabled` is dropped except on the master switch (`enabled`)."""

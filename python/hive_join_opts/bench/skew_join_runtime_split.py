@@ -18,8 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
+from .._flags import default_bytes
 from .model import Dataset, Scenario
-from .skew_join_split import MB, OTHER_ROWS, SPLIT, _thresholds_at, aqe_tuned
+from .skew_join_split import OTHER_ROWS, SPLIT, _thresholds_at, aqe_tuned
 from .stages import shuffle_join_stage
 
 BIG_ROWS = 20_000_000
@@ -84,10 +85,15 @@ def _dataset(layout: str) -> Dataset:
 DATASETS = {layout: _dataset(layout) for layout in LAYOUTS}
 
 
+MIN_KEY_BYTES = SPLIT + "runtime.minKeyBytes"
+
+
 def _cluster_conf(scale: float) -> dict[str, str]:
     """Planned as a 64-slot cluster would (as the planning-time scenarios are), with the
-    run-time split's key size scaled with the data."""
-    return {**_thresholds_at(scale), SPLIT + "runtime.minKeyBytes": str(int(16 * MB * scale))}
+    smallest key the run-time split spreads at its default at scale 1 and scaled with the
+    data below it, so that a smaller run (the demo, CI) keeps the proportions."""
+    return {**_thresholds_at(scale),
+            MIN_KEY_BYTES: str(int(default_bytes(MIN_KEY_BYTES) * min(scale, 1.0)))}
 
 
 def _wide_conf(scale: float) -> dict[str, str]:
