@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from hive_join_opts.bench.runner import Run, paired_speedup, typical
 from hive_join_opts.bench.stages import (map_stages_run_ms, shuffle_join_stage, simulated_wall_ms,
-                                         straggler_factor)
+                                         stage_summaries, straggler_factor)
 
 
 def stage(durations, submitted=None, completed=None, stage_id=0):
@@ -118,6 +118,22 @@ def test_map_stages_are_those_that_write_a_shuffle_and_read_none():
                      taskRunTimesMs=[25])
     # Run times (without deserialization and result sending), of the scan only.
     assert map_stages_run_ms([scan, remainder, join, broadcast]) == 470
+
+
+def test_stage_summaries_follow_the_order_the_stages_were_submitted():
+    join = dict(stage([900, 100], submitted=40, completed=90, stage_id=3),
+                shuffleWriteBytes=0, shuffleReadBytes=9)
+    big = dict(stage([300, 200, 250], submitted=0, completed=35, stage_id=2),
+               shuffleWriteBytes=5, shuffleReadBytes=0)
+    small = dict(stage([50], submitted=0, completed=10, stage_id=1),
+                 shuffleWriteBytes=5, shuffleReadBytes=0)
+    assert stage_summaries([join, big, small]) == [
+        {"tasks": 1, "task_ms": 50, "longest_ms": 50, "reads_shuffle": False,
+         "writes_shuffle": True},
+        {"tasks": 3, "task_ms": 750, "longest_ms": 300, "reads_shuffle": False,
+         "writes_shuffle": True},
+        {"tasks": 2, "task_ms": 1000, "longest_ms": 900, "reads_shuffle": True,
+         "writes_shuffle": False}]
 
 
 def test_the_map_stage_cost_is_the_median_of_the_rounds_ratios():
@@ -233,6 +249,7 @@ def test_a_run_planned_for_this_machines_slots_is_a_fourth_configuration(monkeyp
     assert [r.wall_ms for r in result.spark_runs] == [800]
     assert result.own_slots_speedup == 800 / 700
     assert set(result.timed()) == {spark, ext, tuned, own}
+    assert set(result.timed()[own][0]) == {"wall_ms", "straggler", "sim64_ms", "stages"}
 
 
 def test_the_fourth_configuration_leaves_the_task_slots_at_their_default():

@@ -26,7 +26,7 @@ from .model import (ENABLED_KEY, EXTENSION, EXTENSION_OWN_SLOTS, SPARK, TASK_SLO
                     Dataset, Scenario, modes_of)
 from .._progress import NoProgress, Progress
 from .stages import (default_join_stage, longest_and_median_task_ms, map_stages_run_ms,
-                     shuffle_map_run_ms, simulated_wall_ms, straggler_factor)
+                     shuffle_map_run_ms, simulated_wall_ms, stage_summaries, straggler_factor)
 
 
 @dataclass
@@ -63,6 +63,8 @@ class Run:
     # Task run time of every stage that writes a shuffle (where the key counts can run, after a
     # scan or after a join), in milliseconds.
     shuffle_map_ms: float = 0.0
+    # Each stage's tasks, summed and longest duration, in the order submitted (stage_summaries).
+    stages: list = field(default_factory=list)
 
     @staticmethod
     def from_json(raw: dict, pick_stage) -> "Run":
@@ -89,6 +91,7 @@ class Run:
             map_stages_ms=map_stages_run_ms(stages),
             key_count_ms=raw.get("keyCountMs", 0.0),
             shuffle_map_ms=shuffle_map_run_ms(stages),
+            stages=stage_summaries(stages),
         )
 
 
@@ -206,8 +209,10 @@ class Result:
             if self.own_slots_runs else None
 
     def timed(self) -> dict:
-        """Every round's wall time, straggler factor and 64-slot time, per configuration."""
-        return {mode: [{"wall_ms": r.wall_ms, "straggler": r.straggler, "sim64_ms": r.sim64_ms}
+        """Every round's wall time, straggler factor, 64-slot time and stages, per
+        configuration."""
+        return {mode: [{"wall_ms": r.wall_ms, "straggler": r.straggler, "sim64_ms": r.sim64_ms,
+                        "stages": r.stages}
                        for r in runs]
                 for mode, runs in ((SPARK, self.spark_runs), (EXTENSION, self.extension_runs),
                                    (TUNED, self.tuned_runs),

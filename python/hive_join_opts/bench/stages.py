@@ -68,6 +68,20 @@ def shuffle_map_run_ms(stages: list[dict]) -> float:
     return _run_ms(s for s in stages if s["shuffleWriteBytes"] > 0)
 
 
+def stage_summaries(stages: list[dict]) -> list[dict]:
+    """Each stage in the order it was submitted: its tasks, their summed and longest duration,
+    and whether it reads and writes a shuffle. Where two runs of one query differ in time,
+    these say in which stage: the map stages (scans and key counts), the join or after it."""
+    timed = all("submittedAtMs" in s for s in stages)
+    ordered = sorted(stages, key=lambda s: (s["submittedAtMs"], s["stageId"])) if timed else stages
+    return [{"tasks": len(s["taskDurationsMs"]),
+             "task_ms": float(sum(s["taskDurationsMs"])),
+             "longest_ms": float(max(s["taskDurationsMs"], default=0)),
+             "reads_shuffle": s.get("shuffleReadBytes", 0) > 0,
+             "writes_shuffle": s.get("shuffleWriteBytes", 0) > 0}
+            for s in ordered]
+
+
 def shuffle_join_stage(stages: list[dict]) -> dict | None:
     """The stage that runs a shuffle join: of the stages whose tasks read shuffle data, the one
     with the most task time (the scans below the join and the aggregation above it are
