@@ -304,3 +304,28 @@ def test_progress_hears_of_the_row_check_and_each_round(monkeypatch):
     bench.measure(SimpleNamespace(tuned_conf=None, own_slots_run=False), runs=2, warmup=1, progress=Recorder())
     assert seen == ["comparing rows", "+", "round 1/3 (warm-up)", "+", "round 2/3 (timed 1/2)",
                     "+", "round 3/3 (timed 2/2)", "+"]
+
+
+def test_the_report_has_a_table_per_comparison_its_rows_a_cell_per_column():
+    from hive_join_opts.bench import report
+    from hive_join_opts.bench.runner import Result
+
+    def measured(wall_ms, plan="plan"):
+        return replace(run(wall_ms, 2.0, wall_ms / 2), plan=plan, map_stages_ms=wall_ms / 2,
+                       key_count_ms=5.0)
+
+    plain = Result(scenario=SimpleNamespace(name="plain", title="t"), spark_runs=[measured(1000)],
+                   extension_runs=[measured(800)], fired=["R"], decisions=[], same_answer=True)
+    every = Result(scenario=SimpleNamespace(name="every", title="t"), spark_runs=[measured(1000)],
+                   extension_runs=[measured(900)], fired=[], decisions=[], same_answer=False,
+                   tuned_runs=[measured(950, "skew=true")], own_slots_runs=[measured(990)],
+                   own_slots_fired=["R"])
+    text = report.markdown([plain, every], "# bench")
+    tables = [block.splitlines() for block in text.split("\n\n") if block.startswith("|")]
+    # Every scenario in the first table; the tuned and the own-slots ones only where measured.
+    assert [len(t) - 2 for t in tables] == [2, 1, 1]
+    assert "| every | 1.00 / 0.95 / 0.90 | 1.06x |" in tables[1][2]
+    assert tables[2][2].startswith("| every | 1.00 / 0.99 | 1.01x |")
+    for table in tables:
+        assert len({line.count("|") for line in table}) == 1, table
+    assert report.markdown([plain], "# bench").count("\n|---") == 1

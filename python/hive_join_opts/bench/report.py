@@ -15,27 +15,31 @@ def _factor(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
+def _three(f, s, t, e) -> str:
+    """One figure of Spark's defaults, AQE tuned and the extension: 'spark / tuned / ext'."""
+    return f"{f(s)} / {f(t)} / {f(e)}"
+
+
+def _table(columns: list[tuple[str, str]], rows: list[list[str]], intro: str = "") -> list[str]:
+    """A markdown table of `columns` (title, "l" or "r" for its alignment) and `rows` (a cell per
+    column), after a blank line and `intro` when there is one."""
+    assert all(len(row) == len(columns) for row in rows), "a cell per column"
+    lines = ["", intro, ""] if intro else []
+    lines.append("| " + " | ".join(title for title, _ in columns) + " |")
+    lines.append("|" + "|".join("---:" if align == "r" else "---" for _, align in columns) + "|")
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
+
+
+_MAIN = [("scenario", "l"), ("Spark s", "r"), ("ext s", "r"), ("speedup", "r"),
+         ("64-slot speedup", "r"), ("MB read Spark / ext", "r"), ("MB shuffled Spark / ext", "r"),
+         ("shuffles Spark / ext", "r"), ("straggler Spark / ext", "r"),
+         ("map stages ext / Spark", "r"), ("key counts ms (of map stages)", "r"),
+         ("rules fired", "l"), ("same rows", "l")]
+
+
 def markdown(results: list[Result], header: str) -> str:
-    lines = [
-        header,
-        "",
-        "| scenario | Spark s | ext s | speedup | 64-slot speedup | MB read Spark / ext "
-        "| MB shuffled Spark / ext | shuffles Spark / ext | straggler Spark / ext "
-        "| map stages ext / Spark | key counts ms (of map stages) | rules fired | same rows |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
-    ]
-    for r in results:
-        s, e = r.spark, r.extension
-        lines.append(
-            f"| {r.scenario.name} | {s.wall_ms / 1000:.2f} | {e.wall_ms / 1000:.2f} "
-            f"| {r.speedup:.2f}x | {r.sim64_speedup:.2f}x "
-            f"| {_mb(s.bytes_read)} / {_mb(e.bytes_read)} "
-            f"| {_mb(s.bytes_shuffled)} / {_mb(e.bytes_shuffled)} "
-            f"| {s.shuffles} / {e.shuffles} | {_factor(s.straggler)} / {_factor(e.straggler)} "
-            f"| {r.map_stages_cost:.3f} "
-            f"| {e.key_count_ms:.0f} ({100 * r.key_count_share:.1f}%) "
-            f"| {', '.join(r.fired) or 'none'} | {'yes' if r.same_answer else 'NO'} |"
-        )
+    lines = [header, ""] + _table(_MAIN, [_main_row(r) for r in results])
     lines.extend(tuned_table(results))
     lines.extend(own_slots_table(results))
     lines.append("")
@@ -52,34 +56,49 @@ def markdown(results: list[Result], header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _main_row(r: Result) -> list[str]:
+    s, e = r.spark, r.extension
+    return [r.scenario.name, f"{s.wall_ms / 1000:.2f}", f"{e.wall_ms / 1000:.2f}",
+            f"{r.speedup:.2f}x", f"{r.sim64_speedup:.2f}x",
+            f"{_mb(s.bytes_read)} / {_mb(e.bytes_read)}",
+            f"{_mb(s.bytes_shuffled)} / {_mb(e.bytes_shuffled)}",
+            f"{s.shuffles} / {e.shuffles}", f"{_factor(s.straggler)} / {_factor(e.straggler)}",
+            f"{r.map_stages_cost:.3f}",
+            f"{e.key_count_ms:.0f} ({100 * r.key_count_share:.1f}%)",
+            ", ".join(r.fired) or "none", "yes" if r.same_answer else "NO"]
+
+
+_TUNED = [("scenario", "l"), ("wall s Spark / tuned / ext", "r"), ("ext vs tuned", "r"),
+          ("64-slot s Spark / tuned / ext", "r"), ("64-slot ext vs tuned", "r"),
+          ("straggler Spark / tuned / ext", "r"), ("MB read Spark / tuned / ext", "r"),
+          ("MB shuffled Spark / tuned / ext", "r"), ("AQE split (tuned)", "l"),
+          ("rules fired", "l")]
+
+
 def tuned_table(results: list[Result]) -> list[str]:
     """For scenarios with a third run: Spark's defaults, Spark with adaptive execution's skew
     thresholds tuned to the data, and the extension, side by side."""
     rows = [r for r in results if r.tuned is not None]
     if not rows:
         return []
-    lines = [
-        "",
-        "Against Spark with adaptive execution's skew handling tuned to the data "
-        "(`skewedPartitionThresholdInBytes` and `advisoryPartitionSizeInBytes` lowered):",
-        "",
-        "| scenario | wall s Spark / tuned / ext | ext vs tuned | 64-slot s Spark / tuned / ext "
-        "| 64-slot ext vs tuned | straggler Spark / tuned / ext | MB read Spark / tuned / ext "
-        "| MB shuffled Spark / tuned / ext | AQE split (tuned) | rules fired |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
-    ]
-    for r in rows:
-        s, t, e = r.spark, r.tuned, r.extension
-        lines.append(
-            f"| {r.scenario.name} | {s.wall_ms / 1000:.2f} / {t.wall_ms / 1000:.2f} / "
-            f"{e.wall_ms / 1000:.2f} | {r.speedup_vs_tuned:.2f}x "
-            f"| {s.sim64_ms / 1000:.2f} / {t.sim64_ms / 1000:.2f} / {e.sim64_ms / 1000:.2f} "
-            f"| {r.sim64_vs_tuned:.2f}x "
-            f"| {_factor(s.straggler)} / {_factor(t.straggler)} / {_factor(e.straggler)} "
-            f"| {_mb(s.bytes_read)} / {_mb(t.bytes_read)} / {_mb(e.bytes_read)} "
-            f"| {_mb(s.bytes_shuffled)} / {_mb(t.bytes_shuffled)} / {_mb(e.bytes_shuffled)} "
-            f"| {'yes' if r.tuned_split else 'no'} | {', '.join(r.fired) or 'none'} |")
-    return lines
+
+    def row(r: Result) -> list[str]:
+        runs = r.spark, r.tuned, r.extension
+        return [r.scenario.name, _three(lambda x: f"{x.wall_ms / 1000:.2f}", *runs),
+                f"{r.speedup_vs_tuned:.2f}x", _three(lambda x: f"{x.sim64_ms / 1000:.2f}", *runs),
+                f"{r.sim64_vs_tuned:.2f}x", _three(lambda x: _factor(x.straggler), *runs),
+                _three(lambda x: _mb(x.bytes_read), *runs),
+                _three(lambda x: _mb(x.bytes_shuffled), *runs),
+                "yes" if r.tuned_split else "no", ", ".join(r.fired) or "none"]
+
+    return _table(_TUNED, [row(r) for r in rows],
+                  "Against Spark with adaptive execution's skew handling tuned to the data "
+                  "(`skewedPartitionThresholdInBytes` and `advisoryPartitionSizeInBytes` "
+                  "lowered):")
+
+
+_OWN_SLOTS = [("scenario", "l"), ("wall s Spark / ext (own slots)", "r"), ("speedup", "r"),
+              ("straggler Spark / ext (own slots)", "r"), ("rules fired (own slots)", "l")]
 
 
 def own_slots_table(results: list[Result]) -> list[str]:
@@ -88,22 +107,16 @@ def own_slots_table(results: list[Result]) -> list[str]:
     rows = [r for r in results if r.own_slots is not None]
     if not rows:
         return []
-    lines = [
-        "",
-        "The extension with `skewJoin.taskSlots` at its default (this machine's cores), "
-        "everything else as above:",
-        "",
-        "| scenario | wall s Spark / ext (own slots) | speedup | straggler Spark / ext (own slots) "
-        "| rules fired (own slots) |",
-        "|---|---:|---:|---:|---|",
-    ]
-    for r in rows:
+
+    def row(r: Result) -> list[str]:
         s, o = r.spark, r.own_slots
-        lines.append(
-            f"| {r.scenario.name} | {s.wall_ms / 1000:.2f} / {o.wall_ms / 1000:.2f} "
-            f"| {r.own_slots_speedup:.2f}x | {_factor(s.straggler)} / {_factor(o.straggler)} "
-            f"| {', '.join(r.own_slots_fired) or 'none'} |")
-    return lines
+        return [r.scenario.name, f"{s.wall_ms / 1000:.2f} / {o.wall_ms / 1000:.2f}",
+                f"{r.own_slots_speedup:.2f}x", f"{_factor(s.straggler)} / {_factor(o.straggler)}",
+                ", ".join(r.own_slots_fired) or "none"]
+
+    return _table(_OWN_SLOTS, [row(r) for r in rows],
+                  "The extension with `skewJoin.taskSlots` at its default (this machine's cores), "
+                  "everything else as above:")
 
 
 def _ideal_scan(run: Run) -> dict | None:
@@ -111,33 +124,31 @@ def _ideal_scan(run: Run) -> dict | None:
     return next((s for s in run.parquet_scans if "idealBytes" in s), None)
 
 
+_ROW_GROUPS = [("scenario", "l"), ("files read Spark / ext", "r"),
+               ("partitions read Spark / ext", "r"), ("row groups read Spark / ext", "r"),
+               ("MB of those row groups Spark / ext", "r"), ("ideal row groups", "r"),
+               ("ideal MB", "r"), ("ext ÷ ideal", "r"), ("MB read, all scans, Spark / ext", "r")]
+
+
 def row_group_table(results: list[Result]) -> list[str]:
     """For scenarios with a RowGroupSpec: what the big table's scan read, against the ideal."""
     rows = [r for r in results if _ideal_scan(r.spark) and _ideal_scan(r.extension)]
     if not rows:
         return []
-    lines = [
-        "",
-        "Big table's scan (row groups from the Parquet footers under the scan's pushed filters; "
-        "ideal: the row groups whose statistics hold a matching key):",
-        "",
-        "| scenario | files read Spark / ext | partitions read Spark / ext "
-        "| row groups read Spark / ext | MB of those row groups Spark / ext | ideal row groups "
-        "| ideal MB | ext ÷ ideal | MB read, all scans, Spark / ext |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
+
+    def row(r: Result) -> list[str]:
         s, e = _ideal_scan(r.spark), _ideal_scan(r.extension)
         ratio = e["rowGroupBytesRead"] / max(s["idealBytes"], 1)
-        lines.append(
-            f"| {r.scenario.name} | {s['files']} / {e['files']} "
-            f"| {s['partitions']} / {e['partitions']} "
-            f"| {s['rowGroupsRead']} / {e['rowGroupsRead']} "
-            f"| {_mb(s['rowGroupBytesRead'])} / {_mb(e['rowGroupBytesRead'])} "
-            f"| {s['idealRowGroups']} | {_mb(s['idealBytes'])} | {ratio:.2f} "
-            f"| {_mb(r.spark.bytes_read)} / {_mb(r.extension.bytes_read)} |"
-        )
-    return lines
+        return [r.scenario.name, f"{s['files']} / {e['files']}",
+                f"{s['partitions']} / {e['partitions']}",
+                f"{s['rowGroupsRead']} / {e['rowGroupsRead']}",
+                f"{_mb(s['rowGroupBytesRead'])} / {_mb(e['rowGroupBytesRead'])}",
+                str(s["idealRowGroups"]), _mb(s["idealBytes"]), f"{ratio:.2f}",
+                f"{_mb(r.spark.bytes_read)} / {_mb(r.extension.bytes_read)}"]
+
+    return _table(_ROW_GROUPS, [row(r) for r in rows],
+                  "Big table's scan (row groups from the Parquet footers under the scan's pushed "
+                  "filters; ideal: the row groups whose statistics hold a matching key):")
 
 
 def chart(results: list[Result], path: Path) -> None:
