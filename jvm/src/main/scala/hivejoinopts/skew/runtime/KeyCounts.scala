@@ -122,8 +122,12 @@ private[runtime] final class TaskKeyCounter(capacity: Int) {
 private[runtime] object TaskKeyCounter {
   /** Rows of each task counted one by one before sampling starts. */
   val FullRows = 1024L
-  /** One row in this many, on average, is counted after that. */
-  val Stride = 64L
+  /**
+   * One row in this many, on average, is counted after that: a key of 1% of 20 million rows is
+   * still seen about 1,500 times, and a task of uniform keys spends its counting on copies of
+   * new keys, which fewer samples spare.
+   */
+  val Stride = 128L
   /** Distinct keys held up to `capacity * Slack` before the lightest go. */
   val Slack = 8
 }
