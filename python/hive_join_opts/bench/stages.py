@@ -68,18 +68,29 @@ def shuffle_map_run_ms(stages: list[dict]) -> float:
     return _run_ms(s for s in stages if s["shuffleWriteBytes"] > 0)
 
 
+def _has_times(stages: list[dict]) -> bool:
+    """Whether every stage has its submission and completion times."""
+    return all("submittedAtMs" in s and "completedAtMs" in s for s in stages)
+
+
+def _in_submission_order(stages: list[dict]) -> list[dict]:
+    """The stages in the order they were submitted (those submitted together in stage order),
+    or as given when their times are missing."""
+    if not _has_times(stages):
+        return stages
+    return sorted(stages, key=lambda s: (s["submittedAtMs"], s["stageId"]))
+
+
 def stage_summaries(stages: list[dict]) -> list[dict]:
     """Each stage in the order it was submitted: its tasks, their summed and longest duration,
     and whether it reads and writes a shuffle. Where two runs of one query differ in time,
     these say in which stage: the map stages (scans and key counts), the join or after it."""
-    timed = all("submittedAtMs" in s for s in stages)
-    ordered = sorted(stages, key=lambda s: (s["submittedAtMs"], s["stageId"])) if timed else stages
     return [{"tasks": len(s["taskDurationsMs"]),
              "task_ms": float(sum(s["taskDurationsMs"])),
              "longest_ms": float(max(s["taskDurationsMs"], default=0)),
              "reads_shuffle": s.get("shuffleReadBytes", 0) > 0,
              "writes_shuffle": s.get("shuffleWriteBytes", 0) > 0}
-            for s in ordered]
+            for s in _in_submission_order(stages)]
 
 
 def shuffle_join_stage(stages: list[dict]) -> dict | None:
@@ -98,9 +109,8 @@ def simulated_wall_ms(stages: list[dict], slots: int = 64) -> float:
     submitted together are scheduled in stage order, as Spark's FIFO scheduler does). Its
     tasks go longest first onto the slot that is free first. Without stage times, stages run one
     after another."""
-    timed = all("submittedAtMs" in s and "completedAtMs" in s for s in stages)
-    ordered = (sorted(stages, key=lambda s: (s["submittedAtMs"], s["stageId"])) if timed
-               else stages)
+    timed = _has_times(stages)
+    ordered = _in_submission_order(stages)
     free_at = [0.0] * slots
     done: list[tuple[float, float]] = []  # (measured completion, simulated end) per stage
     end = 0.0
