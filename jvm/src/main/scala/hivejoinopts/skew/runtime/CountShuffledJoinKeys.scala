@@ -52,7 +52,7 @@ case class CountShuffledJoinKeys(session: SparkSession) extends HiveJoinOptsPhys
   private def counted(input: SparkPlan): SparkPlan = input match {
     case s: SortExec => s.withNewChildren(Seq(counted(s.child)))
     case e: ShuffleExchangeExec if e.shuffleOrigin == ENSURE_REQUIREMENTS &&
-        !e.child.isInstanceOf[KeyCountExec] =>
+        KeyCountExec.feeding(e).isEmpty =>
       e.outputPartitioning match {
         case h: HashPartitioning if h.expressions.forall(k => KeyEquality.bytewise(k.dataType)) =>
           val counts = new KeyCountsAccumulator(SKEW_JOIN_MAX_SKEWED_KEYS(conf) * 4)

@@ -112,10 +112,7 @@ private[runtime] object StageInput {
         !stage.shuffle.isInstanceOf[ShuffleExchangeExec]) None
     else stage.shuffle.outputPartitioning match {
       case h: HashPartitioning =>
-        val counted = stage.shuffle.child match {
-          case k: KeyCountExec => Some(k)
-          case _ => None
-        }
+        val counted = KeyCountExec.feeding(stage.shuffle)
         Some(StageInput(None, read, stage, h.expressions, counted.map(_.counts.value),
           counted.map(_.countMs).getOrElse(0L)))
       case _ => None
