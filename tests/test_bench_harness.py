@@ -122,7 +122,7 @@ def test_map_stages_are_those_that_write_a_shuffle_and_read_none():
 
 def test_stage_summaries_follow_the_order_the_stages_were_submitted():
     join = dict(stage([900, 100], submitted=40, completed=90, stage_id=3),
-                shuffleWriteBytes=0, shuffleReadBytes=9)
+                shuffleWriteBytes=0, shuffleReadBytes=9, taskRowsRead=[10, 70])
     big = dict(stage([300, 200, 250], submitted=0, completed=35, stage_id=2),
                shuffleWriteBytes=5, shuffleReadBytes=0)
     small = dict(stage([50], submitted=0, completed=10, stage_id=1),
@@ -132,8 +132,9 @@ def test_stage_summaries_follow_the_order_the_stages_were_submitted():
          "writes_shuffle": True},
         {"tasks": 3, "task_ms": 750, "longest_ms": 300, "reads_shuffle": False,
          "writes_shuffle": True},
+        # Its longest task read 10 rows, another 70.
         {"tasks": 2, "task_ms": 1000, "longest_ms": 900, "reads_shuffle": True,
-         "writes_shuffle": False}]
+         "writes_shuffle": False, "longest_task_rows": 10, "most_rows": 70}]
 
 
 def test_the_map_stage_cost_is_the_median_of_the_rounds_ratios():

@@ -83,14 +83,25 @@ def _in_submission_order(stages: list[dict]) -> list[dict]:
 
 def stage_summaries(stages: list[dict]) -> list[dict]:
     """Each stage in the order it was submitted: its tasks, their summed and longest duration,
-    and whether it reads and writes a shuffle. Where two runs of one query differ in time,
-    these say in which stage: the map stages (scans and key counts), the join or after it."""
-    return [{"tasks": len(s["taskDurationsMs"]),
-             "task_ms": float(sum(s["taskDurationsMs"])),
-             "longest_ms": float(max(s["taskDurationsMs"], default=0)),
-             "reads_shuffle": s.get("shuffleReadBytes", 0) > 0,
-             "writes_shuffle": s.get("shuffleWriteBytes", 0) > 0}
-            for s in _in_submission_order(stages)]
+    and whether it reads and writes a shuffle; with the tasks' rows read, the rows its longest
+    task read and the most any task read (a longest task that read fewer rows than another was
+    slow for another reason than its rows). Where two runs of one query differ in time, these
+    say in which stage: the map stages (scans and key counts), the join or after it."""
+    return [_summary(s) for s in _in_submission_order(stages)]
+
+
+def _summary(stage: dict) -> dict:
+    durations = stage["taskDurationsMs"]
+    summary = {"tasks": len(durations),
+               "task_ms": float(sum(durations)),
+               "longest_ms": float(max(durations, default=0)),
+               "reads_shuffle": stage.get("shuffleReadBytes", 0) > 0,
+               "writes_shuffle": stage.get("shuffleWriteBytes", 0) > 0}
+    rows = stage.get("taskRowsRead")
+    if rows and len(rows) == len(durations):
+        summary["longest_task_rows"] = rows[max(range(len(durations)), key=durations.__getitem__)]
+        summary["most_rows"] = max(rows)
+    return summary
 
 
 def shuffle_join_stage(stages: list[dict]) -> dict | None:
