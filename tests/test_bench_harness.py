@@ -7,8 +7,8 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 from hive_join_opts.bench.runner import Run, paired_speedup, typical
-from hive_join_opts.bench.stages import (map_stages_run_ms, shuffle_join_stage, simulated_wall_ms,
-                                         stage_summaries, straggler_factor)
+from hive_join_opts.bench.stages import (map_stages_cpu_ms, map_stages_run_ms, shuffle_join_stage,
+                                         simulated_wall_ms, stage_summaries, straggler_factor)
 
 
 def stage(durations, submitted=None, completed=None, stage_id=0):
@@ -118,6 +118,10 @@ def test_map_stages_are_those_that_write_a_shuffle_and_read_none():
                      taskRunTimesMs=[25])
     # Run times (without deserialization and result sending), of the scan only.
     assert map_stages_run_ms([scan, remainder, join, broadcast]) == 470
+    # CPU times likewise; none where the tasks' CPU time was not recorded.
+    assert map_stages_cpu_ms([scan, remainder, join, broadcast]) == 0
+    scan["taskCpuTimesMs"], remainder["taskCpuTimesMs"] = [150.5, 120], [30]
+    assert map_stages_cpu_ms([scan, remainder, join, broadcast]) == 270.5
 
 
 def test_stage_summaries_follow_the_order_the_stages_were_submitted():
@@ -140,14 +144,18 @@ def test_stage_summaries_follow_the_order_the_stages_were_submitted():
 def test_the_map_stage_cost_is_the_median_of_the_rounds_ratios():
     from hive_join_opts.bench.runner import Result
 
-    def timed(*map_ms, counting=0.0):
-        return [replace(run(1000, None, 100), map_stages_ms=m, key_count_ms=counting)
-                for m in map_ms]
+    def timed(*map_ms, counting=0.0, cpu=()):
+        return [replace(run(1000, None, 100), map_stages_ms=m, key_count_ms=counting,
+                        map_stages_cpu_ms=c) for m, c in zip(map_ms, cpu or [0.0] * len(map_ms))]
 
     result = Result(scenario=None, spark_runs=timed(1000, 2000, 1000),
                     extension_runs=timed(1010, 2060, 1500, counting=10.3), fired=[],
                     decisions=[], same_answer=True)
     assert result.map_stages_cost == 1.03
+    assert result.map_stages_cpu_cost is None  # not recorded
+    on_cpu = replace(result, spark_runs=timed(1000, 2000, 1000, cpu=(800, 1600, 900)),
+                     extension_runs=timed(1010, 2060, 1500, cpu=(808, 1680, 909)))
+    assert on_cpu.map_stages_cpu_cost == 1.01
     # Measured inside the tasks: 10.3 ms of 2,060, 1,500 and 1,010.
     assert result.key_count_share == 10.3 / 1500
 

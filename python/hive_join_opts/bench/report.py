@@ -34,7 +34,7 @@ def _table(columns: list[tuple[str, str]], rows: list[list[str]], intro: str = "
 _MAIN = [("scenario", "l"), ("Spark s", "r"), ("ext s", "r"), ("speedup", "r"),
          ("64-slot speedup", "r"), ("MB read Spark / ext", "r"), ("MB shuffled Spark / ext", "r"),
          ("shuffles Spark / ext", "r"), ("straggler Spark / ext", "r"),
-         ("map stages ext / Spark", "r"), ("key counts ms (of map stages)", "r"),
+         ("map stages ext / Spark, time (CPU)", "r"), ("key counts ms (of map stages)", "r"),
          ("rules fired", "l"), ("same rows", "l")]
 
 
@@ -63,7 +63,8 @@ def _main_row(r: Result) -> list[str]:
             f"{_mb(s.bytes_read)} / {_mb(e.bytes_read)}",
             f"{_mb(s.bytes_shuffled)} / {_mb(e.bytes_shuffled)}",
             f"{s.shuffles} / {e.shuffles}", f"{_factor(s.straggler)} / {_factor(e.straggler)}",
-            f"{r.map_stages_cost:.3f}",
+            f"{r.map_stages_cost:.3f}" + ("" if r.map_stages_cpu_cost is None
+                                          else f" ({r.map_stages_cpu_cost:.3f})"),
             f"{e.key_count_ms:.0f} ({100 * r.key_count_share:.1f}%)",
             ", ".join(r.fired) or "none", "yes" if r.same_answer else "NO"]
 
@@ -183,7 +184,8 @@ def results_json(results: list[Result]) -> list[dict]:
          "fired": r.fired, "decisions": r.decisions, "same_answer": r.same_answer,
          "first_sample_ms": r.first_sample_ms,
          "speedup": r.speedup, "sim64_speedup": r.sim64_speedup, "timed": r.timed(),
-         "map_stages_cost": r.map_stages_cost, "key_count_share": r.key_count_share,
+         "map_stages_cost": r.map_stages_cost, "map_stages_cpu_cost": r.map_stages_cpu_cost,
+         "key_count_share": r.key_count_share,
          **({"tuned": r.tuned.__dict__, "speedup_vs_tuned": r.speedup_vs_tuned,
              "sim64_vs_tuned": r.sim64_vs_tuned, "tuned_split": r.tuned_split}
             if r.tuned is not None else {}),

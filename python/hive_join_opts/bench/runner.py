@@ -25,8 +25,9 @@ from .._compare import rows_equal
 from .model import (ENABLED_KEY, EXTENSION, EXTENSION_OWN_SLOTS, SPARK, TASK_SLOTS_KEY, TUNED,
                     Dataset, Scenario, modes_of)
 from .._progress import NoProgress, Progress
-from .stages import (default_join_stage, longest_and_median_task_ms, map_stages_run_ms,
-                     shuffle_map_run_ms, simulated_wall_ms, stage_summaries, straggler_factor)
+from .stages import (default_join_stage, longest_and_median_task_ms, map_stages_cpu_ms,
+                     map_stages_run_ms, shuffle_map_run_ms, simulated_wall_ms, stage_summaries,
+                     straggler_factor)
 
 
 @dataclass
@@ -58,6 +59,8 @@ class Run:
     # Task run time of the map stages (those that scan and write a shuffle), in milliseconds:
     # where counting join keys costs.
     map_stages_ms: float = 0.0
+    # CPU time of the map stages' tasks, in milliseconds (map_stages_cpu_ms).
+    map_stages_cpu_ms: float = 0.0
     # Time the map tasks spent counting join keys (the KeyCount nodes' metric), in milliseconds.
     key_count_ms: float = 0.0
     # Task run time of every stage that writes a shuffle (where the key counts can run, after a
@@ -89,6 +92,7 @@ class Run:
             join_stage_longest_ms=longest_and_median[0] if longest_and_median else None,
             join_stage_median_ms=longest_and_median[1] if longest_and_median else None,
             map_stages_ms=map_stages_run_ms(stages),
+            map_stages_cpu_ms=map_stages_cpu_ms(stages),
             key_count_ms=raw.get("keyCountMs", 0.0),
             shuffle_map_ms=shuffle_map_run_ms(stages),
             stages=stage_summaries(stages),
@@ -112,6 +116,7 @@ def typical(runs: list[Run]) -> Run:
         sim64_ms=statistics.median(r.sim64_ms for r in runs),
         planning_ms=statistics.median(r.planning_ms for r in runs),
         map_stages_ms=statistics.median(r.map_stages_ms for r in runs),
+        map_stages_cpu_ms=statistics.median(r.map_stages_cpu_ms for r in runs),
         key_count_ms=statistics.median(r.key_count_ms for r in runs),
         join_stage_tasks_ms=nearest.join_stage_tasks_ms,
         join_stage_longest_ms=nearest.join_stage_longest_ms,
@@ -168,6 +173,14 @@ class Result:
         """The extension's map-stage task time over Spark's (the median of the rounds' ratios):
         above 1 by what the extension adds to the map stages, as its key counts."""
         return statistics.median(e.map_stages_ms / max(s.map_stages_ms, 1e-9)
+                                 for s, e in zip(self.spark_runs, self.extension_runs))
+
+    @property
+    def map_stages_cpu_cost(self) -> float | None:
+        """As map_stages_cost, of the map stages' CPU time (None where it was not recorded)."""
+        if any(r.map_stages_cpu_ms <= 0 for r in self.spark_runs + self.extension_runs):
+            return None
+        return statistics.median(e.map_stages_cpu_ms / s.map_stages_cpu_ms
                                  for s, e in zip(self.spark_runs, self.extension_runs))
 
     @property

@@ -62,6 +62,13 @@ def map_stages_run_ms(stages: list[dict]) -> float:
     return _run_ms(s for s in stages if s["shuffleWriteBytes"] > 0 and s["shuffleReadBytes"] == 0)
 
 
+def map_stages_cpu_ms(stages: list[dict]) -> float:
+    """CPU time of the map stages' tasks (0 where it was not recorded): their own work, which
+    the waits for the disk and for this machine's other threads do not blur."""
+    return float(sum(sum(s.get("taskCpuTimesMs", [])) for s in stages
+                     if s["shuffleWriteBytes"] > 0 and s["shuffleReadBytes"] == 0))
+
+
 def shuffle_map_run_ms(stages: list[dict]) -> float:
     """Task run time of every stage that writes a shuffle: the map side of each shuffle, where
     the key counts run (after a scan, or after a join whose output is shuffled again)."""

@@ -15,6 +15,7 @@ final case class TaskRecord(
     stageAttempt: Int,
     durationMs: Long,
     runTimeMs: Long,
+    cpuTimeMs: Double,
     inputBytes: Long,
     rowsRead: Long,
     shuffleReadBytes: Long,
@@ -75,6 +76,7 @@ class StageMetricsCollector extends SparkListener {
         e.stageAttemptId,
         e.taskInfo.duration,
         m.executorRunTime,
+        m.executorCpuTime / 1e6,
         m.inputMetrics.bytesRead,
         m.inputMetrics.recordsRead + m.shuffleReadMetrics.recordsRead,
         m.shuffleReadMetrics.totalBytesRead,
@@ -121,6 +123,11 @@ class StageMetricsCollector extends SparkListener {
         }
         numbers("taskDurationsMs", _.durationMs)
         numbers("taskRunTimesMs", _.runTimeMs)
+        // On the CPU: what a task's own work cost, less its waits for the disk and the other
+        // threads of this machine's few cores.
+        gen.writeArrayFieldStart("taskCpuTimesMs")
+        rs.foreach(r => gen.writeNumber(r.cpuTimeMs))
+        gen.writeEndArray()
         numbers("taskShuffleReadBytes", _.shuffleReadBytes)
         // Rows a task read from files or shuffles: 0 for a split whose row groups were skipped.
         numbers("taskRowsRead", _.rowsRead)
