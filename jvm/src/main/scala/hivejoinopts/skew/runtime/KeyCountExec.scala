@@ -15,9 +15,10 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
  * ([[TaskKeyCounter]]): it sits between a shuffled join's input and the shuffle that feeds the
  * join, so that when the shuffle's stage completes, `counts` holds the heaviest keys it wrote.
  *
- * It is part of its input's whole-stage code, as the scan, filter and project below it are: a row
- * not sampled costs one decrement in the generated loop, and the key of a sampled row is built
- * there, by code compiled once per stage. Without whole-stage code it wraps the child's rows.
+ * It is part of its input's whole-stage code, as the scan, filter and project below it are: a
+ * row not sampled costs a counter's check in the generated loop, and the key of a sampled row is
+ * built there, by code compiled once per stage. Without whole-stage code it wraps the child's
+ * rows.
  *
  * The counts are not part of the plan's identity: two shuffles of the same rows stay the same
  * exchange (Spark reuses one for the other), whose counts serve both. Its metrics say what the
