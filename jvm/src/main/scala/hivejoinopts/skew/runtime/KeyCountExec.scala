@@ -63,8 +63,20 @@ case class KeyCountExec(keys: Seq[Expression], child: SparkPlan)(
 
   override def inputRDDs(): Seq[RDD[InternalRow]] = child.asInstanceOf[CodegenSupport].inputRDDs()
 
-  override protected def doProduce(ctx: CodegenContext): String =
+  // The task's counting, one per task however many places the child consumes its rows in: made
+  // in doProduce, which runs once, as Spark's sort makes its sorter there.
+  @transient private var taskTerm: String = _
+
+  override protected def doProduce(ctx: CodegenContext): String = {
+    val taskClass = classOf[KeyCountTask].getName
+    val acc = ctx.addReferenceObj("keyCounts", counts, classOf[KeyCountsAccumulator].getName)
+    val countTime = metricTerm(ctx, "countTime")
+    val sampledRows = metricTerm(ctx, "sampledRows")
+    // Made in each task's init, where its completion listener is registered.
+    taskTerm = ctx.addMutableState(taskClass, "keyCountTask",
+      v => s"$v = new $taskClass($acc, $countTime, $sampledRows);", forceInline = true)
     child.asInstanceOf[CodegenSupport].produce(ctx, this)
+  }
 
   // As Spark's sort does: the row is made once, here, from the child's columns (or is the
   // child's own row), the key of a sampled row is read from it, and it is passed on as this
@@ -72,13 +84,7 @@ case class KeyCountExec(keys: Seq[Expression], child: SparkPlan)(
   override def usedInputs: AttributeSet = AttributeSet.empty
 
   override def doConsume(ctx: CodegenContext, input: Seq[ExprCode], row: ExprCode): String = {
-    val taskClass = classOf[KeyCountTask].getName
-    val acc = ctx.addReferenceObj("keyCounts", counts, classOf[KeyCountsAccumulator].getName)
-    val countTime = metricTerm(ctx, "countTime")
-    val sampledRows = metricTerm(ctx, "sampledRows")
-    // Made in each task's init, where its completion listener is registered.
-    val task = ctx.addMutableState(taskClass, "keyCountTask",
-      v => s"$v = new $taskClass($acc, $countTime, $sampledRows);", forceInline = true)
+    val task = taskTerm
     val start = ctx.freshName("countStart")
     val rowTerm = row.value.toString
     ctx.currentVars = null
