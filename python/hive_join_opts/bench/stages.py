@@ -59,14 +59,18 @@ def _run_ms(stages) -> float:
 def map_stages_run_ms(stages: list[dict]) -> float:
     """Task run time of the map stages: those that write a shuffle and read none (the scans
     below the shuffles), where the extension counts join keys."""
-    return _run_ms(s for s in stages if s["shuffleWriteBytes"] > 0 and s["shuffleReadBytes"] == 0)
+    return _run_ms(_map_stages(stages))
 
 
 def map_stages_cpu_ms(stages: list[dict]) -> float:
     """CPU time of the map stages' tasks (0 where it was not recorded): their own work, which
     the waits for the disk and for this machine's other threads do not blur."""
-    return float(sum(sum(s.get("taskCpuTimesMs", [])) for s in stages
-                     if s["shuffleWriteBytes"] > 0 and s["shuffleReadBytes"] == 0))
+    return float(sum(sum(s.get("taskCpuTimesMs", [])) for s in _map_stages(stages)))
+
+
+def _map_stages(stages: list[dict]) -> list[dict]:
+    """The stages that write a shuffle and read none: the scans below the shuffles."""
+    return [s for s in stages if s["shuffleWriteBytes"] > 0 and s["shuffleReadBytes"] == 0]
 
 
 def shuffle_map_run_ms(stages: list[dict]) -> float:
