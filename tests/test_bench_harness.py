@@ -338,3 +338,32 @@ def test_the_report_has_a_table_per_comparison_its_rows_a_cell_per_column():
     for table in tables:
         assert len({line.count("|") for line in table}) == 1, table
     assert report.markdown([plain], "# bench").count("\n|---") == 1
+
+
+def test_the_chart_has_a_series_per_comparison_measured_and_shortens_shared_names(tmp_path):
+    from hive_join_opts.bench import report
+    from hive_join_opts.bench.runner import Result
+
+    def measured(wall_ms):
+        return replace(run(wall_ms, 2.0, wall_ms / 2), map_stages_ms=wall_ms / 2)
+
+    plain = Result(scenario=SimpleNamespace(name="skew_a_inner", title="t"),
+                   spark_runs=[measured(1000)], extension_runs=[measured(800)], fired=[],
+                   decisions=[], same_answer=True)
+    every = Result(scenario=SimpleNamespace(name="skew_a_outer", title="t"),
+                   spark_runs=[measured(1000)], extension_runs=[measured(900)], fired=[],
+                   decisions=[], same_answer=True, tuned_runs=[measured(950)],
+                   own_slots_runs=[measured(990)])
+    bars = report.chart_bars([plain, every])
+    # Against Spark's defaults always; against AQE tuned and with own slots where measured.
+    assert [len(values) for _, values in bars] == [2, 2, 2, 2]
+    assert bars[0][1] == [1000 / 800, 1000 / 900]
+    assert bars[3][1] == [None, 1000 / 990]
+    assert len(report.chart_bars([plain])) == 2
+    assert report.split_common_prefix(["skew_a_inner", "skew_a_outer"]) == (
+        "skew_a_", ["inner", "outer"])
+    # A name that is all prefix, or one name alone, keeps every name whole.
+    assert report.split_common_prefix(["skew_", "skew_b"]) == ("", ["skew_", "skew_b"])
+    assert report.split_common_prefix(["one_name"]) == ("", ["one_name"])
+    report.chart([plain, every], tmp_path / "bench.png")
+    assert (tmp_path / "bench.png").stat().st_size > 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .runner import Result, Run
@@ -158,23 +159,49 @@ def chart(results: list[Result], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [r.scenario.name for r in results]
+    prefix, names = split_common_prefix([r.scenario.name for r in results])
     xs = range(len(names))
-    width = 0.38
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(names) + 2), 4.2))
-    ax.bar([x - width / 2 for x in xs], [r.speedup for r in results], width,
-           label="measured wall time (this machine)")
-    ax.bar([x + width / 2 for x in xs], [r.sim64_speedup for r in results], width,
-           label="simulated 64-slot cluster")
+    bars = chart_bars(results)
+    width = 0.8 / len(bars)
+    fig, ax = plt.subplots(figsize=(max(6, 0.28 * len(bars) * len(names) + 2), 4.2))
+    for i, (label, values) in enumerate(bars):
+        offset = (i - (len(bars) - 1) / 2) * width
+        ax.bar([x + offset for x in xs], [v or 0.0 for v in values], width, label=label)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(list(xs))
     ax.set_xticklabels(names, rotation=30, ha="right")
-    ax.set_ylabel("speedup over Spark's defaults (x)")
-    ax.set_title("hive-join-opts vs Spark defaults (higher is better)")
+    ax.set_ylabel("speedup (x)")
+    ax.set_title(f"hive-join-opts vs Spark defaults and, where measured, AQE tuned: {prefix}* "
+                 "(higher is better)" if prefix else "hive-join-opts vs Spark defaults and, "
+                 "where measured, AQE tuned (higher is better)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def split_common_prefix(names: list[str]) -> tuple[str, list[str]]:
+    """The words (ending in '_') that every name starts with, and the names without them; the
+    names whole when they share none or there is only one."""
+    prefix = os.path.commonprefix(names) if len(names) > 1 else ""
+    prefix = prefix[:prefix.rfind("_") + 1]
+    if any(n == prefix for n in names):
+        prefix = ""
+    return prefix, [n[len(prefix):] for n in names]
+
+
+def chart_bars(results: list[Result]) -> list[tuple[str, list[float | None]]]:
+    """The chart's bars, one series each: against Spark's defaults, and against AQE tuned and
+    with the slots at their default where those configurations ran."""
+    bars = [("wall time vs defaults (this machine)", [r.speedup for r in results]),
+            ("64-slot cluster vs defaults (simulated)", [r.sim64_speedup for r in results])]
+    if any(r.tuned is not None for r in results):
+        bars.append(("64-slot cluster vs AQE tuned (simulated)",
+                     [r.sim64_vs_tuned for r in results]))
+    if any(r.own_slots is not None for r in results):
+        bars.append(("wall time vs defaults, taskSlots default",
+                     [r.own_slots_speedup for r in results]))
+    return bars
 
 
 def results_json(results: list[Result]) -> list[dict]:
