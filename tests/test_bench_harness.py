@@ -362,6 +362,8 @@ def test_the_chart_has_a_series_per_comparison_measured_and_shortens_shared_name
     assert len(report.chart_bars([plain])) == 2
     assert report.split_common_prefix(["skew_a_inner", "skew_a_outer"]) == (
         "skew_a_", ["inner", "outer"])
+    # The prefix ends at a word: names sharing part of a word keep that word whole.
+    assert report.split_common_prefix(["skew_inner", "skew_int"]) == ("skew_", ["inner", "int"])
     # A name that is all prefix, or one name alone, keeps every name whole.
     assert report.split_common_prefix(["skew_", "skew_b"]) == ("", ["skew_", "skew_b"])
     assert report.split_common_prefix(["one_name"]) == ("", ["one_name"])

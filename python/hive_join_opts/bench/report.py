@@ -171,9 +171,9 @@ def chart(results: list[Result], path: Path) -> None:
     ax.set_xticks(list(xs))
     ax.set_xticklabels(names, rotation=30, ha="right")
     ax.set_ylabel("speedup (x)")
-    ax.set_title(f"hive-join-opts vs Spark defaults and, where measured, AQE tuned: {prefix}* "
-                 "(higher is better)" if prefix else "hive-join-opts vs Spark defaults and, "
-                 "where measured, AQE tuned (higher is better)")
+    compared = "hive-join-opts vs Spark defaults and, where measured, AQE tuned"
+    ax.set_title(f"{compared}: {prefix}* (higher is better)" if prefix
+                 else f"{compared} (higher is better)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
