@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from types import SimpleNamespace
 
+import pytest
+
 from hive_join_opts.bench.runner import Run, paired_speedup, typical
 from hive_join_opts.bench.stages import (map_stages_cpu_ms, map_stages_run_ms, shuffle_join_stage,
                                          simulated_wall_ms, stage_summaries, straggler_factor)
@@ -210,7 +212,8 @@ def test_warm_up_rounds_are_run_but_not_timed(monkeypatch):
     from hive_join_opts.bench import model
 
     bench, order = _recording_bench(monkeypatch)
-    result = bench.measure(SimpleNamespace(tuned_conf=None, own_slots_run=False), runs=2, warmup=3)
+    result = bench.measure(SimpleNamespace(tuned_conf=None, own_slots_run=False,
+                                           key_counts_off_run=False), runs=2, warmup=3)
     # Five rounds, each configuration first in every other one; the last two are timed.
     spark, ext = model.SPARK, model.EXTENSION
     assert order == [spark, ext, ext, spark, spark, ext, ext, spark, spark, ext]
@@ -235,7 +238,8 @@ def test_a_scenario_with_a_tuned_baseline_runs_three_configurations_in_turn(monk
     from hive_join_opts.bench import model
 
     bench, order = _recording_bench(monkeypatch)
-    result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}, own_slots_run=False), runs=2, warmup=1)
+    result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}, own_slots_run=False,
+                                           key_counts_off_run=False), runs=2, warmup=1)
     spark, ext, tuned = model.SPARK, model.EXTENSION, model.TUNED
     # Each configuration goes first in turn; the warm-up round is not timed.
     assert order == [spark, ext, tuned, ext, tuned, spark, tuned, spark, ext]
@@ -250,7 +254,8 @@ def test_a_run_planned_for_this_machines_slots_is_a_fourth_configuration(monkeyp
     from hive_join_opts.bench import model
 
     bench, order = _recording_bench(monkeypatch)
-    result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}, own_slots_run=True),
+    result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}, own_slots_run=True,
+                                           key_counts_off_run=False),
                            runs=1, warmup=1)
     spark, ext, tuned, own = model.SPARK, model.EXTENSION, model.TUNED, model.EXTENSION_OWN_SLOTS
     assert order == [spark, ext, tuned, own, ext, tuned, own, spark]
@@ -261,24 +266,27 @@ def test_a_run_planned_for_this_machines_slots_is_a_fourth_configuration(monkeyp
     assert set(result.timed()[own][0]) == {"wall_ms", "straggler", "sim64_ms", "stages"}
 
 
+class _Conf:
+    """A session's runtime conf: what is set, as `spark.conf` holds it."""
+
+    def __init__(self):
+        self.values = {}
+
+    def get(self, key, default=None):
+        return self.values.get(key, default)
+
+    def set(self, key, value):
+        self.values[key] = value
+
+    def unset(self, key):
+        self.values.pop(key, None)
+
+
 def test_the_fourth_configuration_leaves_the_task_slots_at_their_default():
     from hive_join_opts.bench import model, runner
 
-    class Conf:
-        def __init__(self):
-            self.values = {}
-
-        def get(self, key, default=None):
-            return self.values.get(key, default)
-
-        def set(self, key, value):
-            self.values[key] = value
-
-        def unset(self, key):
-            self.values.pop(key, None)
-
     bench = object.__new__(runner.Bench)
-    bench.spark = SimpleNamespace(conf=Conf())
+    bench.spark = SimpleNamespace(conf=_Conf())
     bench.scale = 1.0
     bench._applied = set()
     scenario = model.Scenario("s", "skewJoin", "t", None, "SELECT 1",
@@ -289,6 +297,64 @@ def test_the_fourth_configuration_leaves_the_task_slots_at_their_default():
     bench._configure(scenario, model.EXTENSION_OWN_SLOTS)
     assert model.TASK_SLOTS_KEY not in bench.spark.conf.values
     assert bench.spark.conf.values == {"x": "1", model.ENABLED_KEY: "true"}
+
+
+def test_a_scenario_without_skew_adds_the_own_slots_run_without_key_counts(monkeypatch):
+    from hive_join_opts.bench import model
+
+    bench, order = _recording_bench(monkeypatch)
+    def measured(scenario):
+        wall = 100 * len(order)
+        return replace(run(wall, None, 10), map_stages_ms=wall / 2, map_stages_cpu_ms=wall / 4)
+
+    bench._run = measured
+    result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}, own_slots_run=True,
+                                           key_counts_off_run=True), runs=2, warmup=1)
+    spark, ext, tuned = model.SPARK, model.EXTENSION, model.TUNED
+    own, off = model.EXTENSION_OWN_SLOTS, model.EXTENSION_NO_KEY_COUNTS
+    assert order == [spark, ext, tuned, own, off, ext, tuned, own, off, spark,
+                     tuned, own, off, spark, ext]
+    assert [r.wall_ms for r in result.no_key_counts_runs] == [900, 1300]
+    assert [r.wall_ms for r in result.own_slots_runs] == [800, 1200]
+    # With over without the counts, round by round: 800 / 900 and 1200 / 1300.
+    cost = result.key_counts_cost
+    assert cost["wall_ms"] == cost["map_stages_ms"] == (800 / 900 + 1200 / 1300) / 2
+    assert cost["map_stages_cpu_ms"] == cost["wall_ms"]
+    assert set(result.timed()) == {spark, ext, tuned, own, off}
+    plain = bench.measure(SimpleNamespace(tuned_conf=None, own_slots_run=False,
+                                          key_counts_off_run=False), runs=1, warmup=0)
+    assert plain.key_counts_cost is None
+
+
+def test_the_fifth_configuration_turns_the_key_counts_off_and_the_next_turns_them_on():
+    from hive_join_opts.bench import model, runner
+
+    bench = object.__new__(runner.Bench)
+    bench.spark = SimpleNamespace(conf=_Conf())
+    bench.scale = 1.0
+    bench._applied = set()
+    scenario = model.Scenario("s", "skewJoin", "t", None, "SELECT 1",
+                              scaled_conf=lambda scale: {model.TASK_SLOTS_KEY: "64"},
+                              own_slots_run=True, key_counts_off_run=True)
+    bench._configure(scenario, model.EXTENSION_NO_KEY_COUNTS)
+    assert bench.spark.conf.values == {model.ENABLED_KEY: "true", model.COUNT_KEYS_KEY: "false"}
+    bench._configure(scenario, model.EXTENSION_OWN_SLOTS)
+    assert bench.spark.conf.values == {model.ENABLED_KEY: "true"}
+
+
+def test_a_run_without_key_counts_needs_the_run_it_is_compared_with():
+    from hive_join_opts.bench import model
+
+    with pytest.raises(ValueError, match="key_counts_off_run .* set own_slots_run too"):
+        model.Scenario("s", "skewJoin", "t", None, "SELECT 1", key_counts_off_run=True)
+
+
+def test_only_the_run_time_split_scenarios_without_skew_measure_the_key_counts_alone():
+    from hive_join_opts.bench.scenarios import SCENARIOS
+
+    counted_alone = sorted(s.name for s in SCENARIOS if s.key_counts_off_run)
+    assert counted_alone == ["skew_join_runtime_split_none_full_outer",
+                             "skew_join_runtime_split_none_inner"]
 
 
 def test_progress_hears_of_the_row_check_and_each_round(monkeypatch):
@@ -310,7 +376,8 @@ def test_progress_hears_of_the_row_check_and_each_round(monkeypatch):
         def advance(self, steps=1):
             seen.append("+")
 
-    bench.measure(SimpleNamespace(tuned_conf=None, own_slots_run=False), runs=2, warmup=1, progress=Recorder())
+    bench.measure(SimpleNamespace(tuned_conf=None, own_slots_run=False, key_counts_off_run=False),
+                  runs=2, warmup=1, progress=Recorder())
     assert seen == ["comparing rows", "+", "round 1/3 (warm-up)", "+", "round 2/3 (timed 1/2)",
                     "+", "round 3/3 (timed 2/2)", "+"]
 
@@ -328,13 +395,15 @@ def test_the_report_has_a_table_per_comparison_its_rows_a_cell_per_column():
     every = Result(scenario=SimpleNamespace(name="every", title="t"), spark_runs=[measured(1000)],
                    extension_runs=[measured(900)], fired=[], decisions=[], same_answer=False,
                    tuned_runs=[measured(950, "skew=true")], own_slots_runs=[measured(990)],
-                   own_slots_fired=["R"])
+                   own_slots_fired=["R"], no_key_counts_runs=[measured(900)])
     text = report.markdown([plain, every], "# bench")
     tables = [block.splitlines() for block in text.split("\n\n") if block.startswith("|")]
-    # Every scenario in the first table; the tuned and the own-slots ones only where measured.
-    assert [len(t) - 2 for t in tables] == [2, 1, 1]
+    # Every scenario in the first table; the tuned, own-slots and key-count ones where measured.
+    assert [len(t) - 2 for t in tables] == [2, 1, 1, 1]
     assert "| every | 1.00 / 0.95 / 0.90 | 1.06x |" in tables[1][2]
     assert tables[2][2].startswith("| every | 1.00 / 0.99 | 1.01x |")
+    # No CPU time recorded: its ratio is not shown.
+    assert tables[3][2] == "| every | 0.49 / 0.45 | 1.100 (-) | 0.99 / 0.90 | 1.100 | 5 |"
     for table in tables:
         assert len({line.count("|") for line in table}) == 1, table
     assert report.markdown([plain], "# bench").count("\n|---") == 1

@@ -11,17 +11,22 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 # The two configurations every scenario and suite query runs with, the third that skew
-# scenarios add (Spark with adaptive execution's skew handling tuned to the data's size), and
-# the fourth that the run-time split's scenarios add: the extension with the slots a split is
-# weighed against at their default, this machine's cores, where the others plan for a cluster.
+# scenarios add (Spark with adaptive execution's skew handling tuned to the data's size), the
+# fourth that the run-time split's scenarios add: the extension with the slots a split is
+# weighed against at their default, this machine's cores, where the others plan for a cluster;
+# and the fifth that its scenarios without skew add: the fourth without the key counts, the
+# same plan but for the counting, which tells what counting costs a query with nothing to split.
 SPARK = "spark"
 EXTENSION = "hive-join-opts"
 TUNED = "spark-aqe-tuned"
 EXTENSION_OWN_SLOTS = "hive-join-opts-own-slots"
+EXTENSION_NO_KEY_COUNTS = "hive-join-opts-no-key-counts"
 # The extension's master switch: false gives Spark's own plan, with the JAR loaded.
 ENABLED_KEY = "spark.sql.hiveJoinOpts.enabled"
 # The slots the skew split weighs a split against (default: the cluster's cores).
 TASK_SLOTS_KEY = "spark.sql.hiveJoinOpts.skewJoin.taskSlots"
+# Whether the map tasks count join keys for the run-time split.
+COUNT_KEYS_KEY = "spark.sql.hiveJoinOpts.skewJoin.runtime.countKeys.enabled"
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,9 @@ class Scenario:
     # Whether to add a run of the extension planned for this machine's own cores
     # (EXTENSION_OWN_SLOTS): scaled_conf without TASK_SLOTS_KEY.
     own_slots_run: bool = False
+    # Whether to add that run once more without the key counts (EXTENSION_NO_KEY_COUNTS);
+    # only with own_slots_run, the run it is compared with.
+    key_counts_off_run: bool = False
     # True when the extension is expected to rewrite the query.
     expect_rewrite: bool = True
     # Whether the demo shows the scenario, and the share of the benchmark's data size it uses
@@ -79,11 +87,17 @@ class Scenario:
     # Row groups read and the ideal, for scenarios about scans (optional).
     row_groups: RowGroupSpec | None = None
 
+    def __post_init__(self):
+        if self.key_counts_off_run and not self.own_slots_run:
+            raise ValueError(f"benchmark scenario {self.name}: key_counts_off_run compares with "
+                             "the own-slots run; set own_slots_run too")
+
 
 def modes_of(scenario: Scenario) -> list[str]:
     """The configurations a scenario runs with, in the order of its first round."""
     return ([SPARK, EXTENSION] + ([TUNED] if scenario.tuned_conf else [])
-            + ([EXTENSION_OWN_SLOTS] if scenario.own_slots_run else []))
+            + ([EXTENSION_OWN_SLOTS] if scenario.own_slots_run else [])
+            + ([EXTENSION_NO_KEY_COUNTS] if scenario.key_counts_off_run else []))
 
 
 def unique(scenarios: Iterable[Scenario]) -> list[Scenario]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .runner import Result, Run
+from .runner import Result, Run, typical
 
 
 def _mb(n: int) -> str:
@@ -14,6 +14,10 @@ def _mb(n: int) -> str:
 
 def _factor(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def _three(f, s, t, e) -> str:
@@ -43,6 +47,7 @@ def markdown(results: list[Result], header: str) -> str:
     lines = [header, ""] + _table(_MAIN, [_main_row(r) for r in results])
     lines.extend(tuned_table(results))
     lines.extend(own_slots_table(results))
+    lines.extend(key_counts_table(results))
     lines.append("")
     for r in results:
         lines.append(f"- **{r.scenario.name}**: {r.scenario.title}")
@@ -119,6 +124,31 @@ def own_slots_table(results: list[Result]) -> list[str]:
     return _table(_OWN_SLOTS, [row(r) for r in rows],
                   "The extension with `skewJoin.taskSlots` at its default (this machine's cores), "
                   "everything else as above:")
+
+
+_KEY_COUNTS = [("scenario", "l"), ("map stages s, with / without key counts", "r"),
+               ("with / without, task time (CPU)", "r"), ("wall s, with / without", "r"),
+               ("with / without, wall", "r"), ("key counts ms, their metric", "r")]
+
+
+def key_counts_table(results: list[Result]) -> list[str]:
+    """For scenarios run without the key counts as well: what counting costs, the own-slots run
+    against the same plan without the counting, round by round."""
+    rows = [r for r in results if r.key_counts_cost is not None]
+    if not rows:
+        return []
+
+    def row(r: Result) -> list[str]:
+        w, o, cost = r.own_slots, typical(r.no_key_counts_runs), r.key_counts_cost
+        return [r.scenario.name, f"{w.map_stages_ms / 1000:.2f} / {o.map_stages_ms / 1000:.2f}",
+                f"{_ratio(cost['map_stages_ms'])} ({_ratio(cost['map_stages_cpu_ms'])})",
+                f"{w.wall_ms / 1000:.2f} / {o.wall_ms / 1000:.2f}", _ratio(cost["wall_ms"]),
+                f"{w.key_count_ms:.0f}"]
+
+    return _table(_KEY_COUNTS, [row(r) for r in rows],
+                  "What the key counts cost: the extension with `skewJoin.taskSlots` at its "
+                  "default, with and without them (`skewJoin.runtime.countKeys.enabled=false`), "
+                  "the plans otherwise the same; ratios are medians of the rounds' ratios:")
 
 
 def _ideal_scan(run: Run) -> dict | None:
@@ -218,5 +248,8 @@ def results_json(results: list[Result]) -> list[dict]:
             if r.tuned is not None else {}),
          **({"own_slots": r.own_slots.__dict__, "own_slots_speedup": r.own_slots_speedup,
              "own_slots_fired": r.own_slots_fired}
-            if r.own_slots is not None else {})}
+            if r.own_slots is not None else {}),
+         **({"no_key_counts": typical(r.no_key_counts_runs).__dict__,
+             "key_counts_cost": r.key_counts_cost}
+            if r.key_counts_cost is not None else {})}
         for r in results]

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._compare import rows_equal
-from .model import (ENABLED_KEY, EXTENSION, EXTENSION_OWN_SLOTS, SPARK, TASK_SLOTS_KEY, TUNED,
-                    Dataset, Scenario, modes_of)
+from .model import (COUNT_KEYS_KEY, ENABLED_KEY, EXTENSION, EXTENSION_NO_KEY_COUNTS,
+                    EXTENSION_OWN_SLOTS, SPARK, TASK_SLOTS_KEY, TUNED, Dataset, Scenario, modes_of)
 from .._progress import NoProgress, Progress
 from .stages import (default_join_stage, longest_and_median_task_ms, map_stages_cpu_ms,
                      map_stages_run_ms, shuffle_map_run_ms, simulated_wall_ms, stage_summaries,
@@ -149,6 +149,9 @@ class Result:
     # own_slots_run), in round order, and the rules that fired in them.
     own_slots_runs: list[Run] = field(default_factory=list)
     own_slots_fired: list[str] = field(default_factory=list)
+    # The timed runs of the own-slots configuration without the key counts (scenarios with
+    # key_counts_off_run), in round order.
+    no_key_counts_runs: list[Run] = field(default_factory=list)
 
     @property
     def spark(self) -> Run:
@@ -221,6 +224,24 @@ class Result:
                               [r.wall_ms for r in self.own_slots_runs]) \
             if self.own_slots_runs else None
 
+    @property
+    def key_counts_cost(self) -> dict[str, float | None] | None:
+        """What the key counts cost, from the own-slots runs with and without them, round by
+        round (the median of the rounds' ratios, above 1 by what counting adds): the map
+        stages' task time and CPU time (None where it was not recorded), and the wall time.
+        None without runs to compare."""
+        if not self.no_key_counts_runs:
+            return None
+        pairs = list(zip(self.own_slots_runs, self.no_key_counts_runs))
+
+        def ratio(figure: str) -> float | None:
+            if any(getattr(r, figure) <= 0 for pair in pairs for r in pair):
+                return None
+            return statistics.median(getattr(w, figure) / getattr(o, figure) for w, o in pairs)
+
+        return {figure: ratio(figure) for figure in ("map_stages_ms", "map_stages_cpu_ms",
+                                                     "wall_ms")}
+
     def timed(self) -> dict:
         """Every round's wall time, straggler factor, 64-slot time and stages, per
         configuration."""
@@ -229,7 +250,8 @@ class Result:
                        for r in runs]
                 for mode, runs in ((SPARK, self.spark_runs), (EXTENSION, self.extension_runs),
                                    (TUNED, self.tuned_runs),
-                                   (EXTENSION_OWN_SLOTS, self.own_slots_runs)) if runs}
+                                   (EXTENSION_OWN_SLOTS, self.own_slots_runs),
+                                   (EXTENSION_NO_KEY_COUNTS, self.no_key_counts_runs)) if runs}
 
 
 def aqe_split(runs) -> bool:
@@ -280,8 +302,10 @@ class Bench:
         else:
             conf[ENABLED_KEY] = "true"
             conf.update(scenario.extension_conf)
-            if mode == EXTENSION_OWN_SLOTS:
+            if mode in (EXTENSION_OWN_SLOTS, EXTENSION_NO_KEY_COUNTS):
                 conf.pop(TASK_SLOTS_KEY, None)
+            if mode == EXTENSION_NO_KEY_COUNTS:
+                conf[COUNT_KEYS_KEY] = "false"
         for key in set(scenario.extension_conf) - set(conf):
             self.spark.conf.unset(key)
         # What an earlier scenario set and this one does not goes back to its default.
@@ -348,9 +372,9 @@ class Bench:
         # The extension's first query plans with no cached sample: what a first query pays.
         extension_rows = self.rows(scenario, EXTENSION)
         first_sample_ms = sample_ms(last_decisions(self.spark))
-        same = rows_equal(spark_rows, extension_rows) and (
-            not scenario.own_slots_run
-            or rows_equal(spark_rows, self.rows(scenario, EXTENSION_OWN_SLOTS)))
+        same = rows_equal(spark_rows, extension_rows) and all(
+            rows_equal(spark_rows, self.rows(scenario, mode))
+            for mode in modes_of(scenario) if mode not in (SPARK, EXTENSION, TUNED))
         progress.advance()
         modes = modes_of(scenario)
         timed: dict[str, list[Run]] = {mode: [] for mode in modes}
@@ -384,6 +408,7 @@ class Bench:
             tuned_runs=timed.get(TUNED, []),
             own_slots_runs=timed.get(EXTENSION_OWN_SLOTS, []),
             own_slots_fired=own_slots_fired,
+            no_key_counts_runs=timed.get(EXTENSION_NO_KEY_COUNTS, []),
         )
 
 
