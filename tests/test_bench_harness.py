@@ -282,13 +282,21 @@ class _Conf:
         self.values.pop(key, None)
 
 
-def test_the_fourth_configuration_leaves_the_task_slots_at_their_default():
-    from hive_join_opts.bench import model, runner
+def _configuring_bench():
+    """A bench whose `_configure` sets a recorded conf, as a fresh session's."""
+    from hive_join_opts.bench import runner
 
     bench = object.__new__(runner.Bench)
     bench.spark = SimpleNamespace(conf=_Conf())
     bench.scale = 1.0
     bench._applied = set()
+    return bench
+
+
+def test_the_fourth_configuration_leaves_the_task_slots_at_their_default():
+    from hive_join_opts.bench import model
+
+    bench = _configuring_bench()
     scenario = model.Scenario("s", "skewJoin", "t", None, "SELECT 1",
                               scaled_conf=lambda scale: {model.TASK_SLOTS_KEY: "64", "x": "1"},
                               own_slots_run=True)
@@ -303,6 +311,7 @@ def test_a_scenario_without_skew_adds_the_own_slots_run_without_key_counts(monke
     from hive_join_opts.bench import model
 
     bench, order = _recording_bench(monkeypatch)
+
     def measured(scenario):
         wall = 100 * len(order)
         return replace(run(wall, None, 10), map_stages_ms=wall / 2, map_stages_cpu_ms=wall / 4)
@@ -327,12 +336,9 @@ def test_a_scenario_without_skew_adds_the_own_slots_run_without_key_counts(monke
 
 
 def test_the_fifth_configuration_turns_the_key_counts_off_and_the_next_turns_them_on():
-    from hive_join_opts.bench import model, runner
+    from hive_join_opts.bench import model
 
-    bench = object.__new__(runner.Bench)
-    bench.spark = SimpleNamespace(conf=_Conf())
-    bench.scale = 1.0
-    bench._applied = set()
+    bench = _configuring_bench()
     scenario = model.Scenario("s", "skewJoin", "t", None, "SELECT 1",
                               scaled_conf=lambda scale: {model.TASK_SLOTS_KEY: "64"},
                               own_slots_run=True, key_counts_off_run=True)

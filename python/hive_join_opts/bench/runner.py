@@ -232,12 +232,12 @@ class Result:
         None without runs to compare."""
         if not self.no_key_counts_runs:
             return None
-        pairs = list(zip(self.own_slots_runs, self.no_key_counts_runs))
-
         def ratio(figure: str) -> float | None:
-            if any(getattr(r, figure) <= 0 for pair in pairs for r in pair):
+            counted = [getattr(r, figure) for r in self.own_slots_runs]
+            uncounted = [getattr(r, figure) for r in self.no_key_counts_runs]
+            if min(counted + uncounted) <= 0:
                 return None
-            return statistics.median(getattr(w, figure) / getattr(o, figure) for w, o in pairs)
+            return paired_speedup(counted, uncounted)
 
         return {figure: ratio(figure) for figure in ("map_stages_ms", "map_stages_cpu_ms",
                                                      "wall_ms")}
@@ -372,11 +372,11 @@ class Bench:
         # The extension's first query plans with no cached sample: what a first query pays.
         extension_rows = self.rows(scenario, EXTENSION)
         first_sample_ms = sample_ms(last_decisions(self.spark))
+        modes = modes_of(scenario)
         same = rows_equal(spark_rows, extension_rows) and all(
             rows_equal(spark_rows, self.rows(scenario, mode))
-            for mode in modes_of(scenario) if mode not in (SPARK, EXTENSION, TUNED))
+            for mode in modes if mode not in (SPARK, EXTENSION, TUNED))
         progress.advance()
-        modes = modes_of(scenario)
         timed: dict[str, list[Run]] = {mode: [] for mode in modes}
         decisions: list = []
         own_slots_decisions: list = []
