@@ -86,12 +86,16 @@ case class KeyCountExec(keys: Seq[Expression], child: SparkPlan)(
   override def doConsume(ctx: CodegenContext, input: Seq[ExprCode], row: ExprCode): String = {
     val task = taskTerm
     val start = ctx.freshName("countStart")
-    val rowTerm = row.value.toString
+    // The row as a local variable: the child's row may be an expression (a projection's
+    // `writer.getRow()`), and the key's code, when split into functions (a coalesce of a
+    // null-safe key), passes its input row to them as a parameter of that name.
+    val rowTerm = ctx.freshName("countedRow")
     ctx.currentVars = null
     ctx.INPUT_ROW = rowTerm
     val key = GenerateUnsafeProjection.createCode(ctx, boundKeys)
     s"""
        |${row.code}
+       |InternalRow $rowTerm = ${row.value};
        |if ($task.sampled()) {
        |  long $start = System.nanoTime();
        |  ${key.code}
