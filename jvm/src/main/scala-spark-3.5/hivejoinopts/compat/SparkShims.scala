@@ -9,7 +9,10 @@ import org.apache.spark.sql.catalyst.expressions.{Expression, Literal, SubqueryE
 import org.apache.spark.sql.catalyst.optimizer.{BuildSide, JoinSelectionHelper}
 import org.apache.spark.sql.catalyst.plans.JoinType
 import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan, SubqueryAlias, UnresolvedHint, UnresolvedWith}
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StringType, StructType}
 import org.apache.spark.unsafe.types.UTF8String
@@ -92,6 +95,10 @@ object SparkShims {
   /** Spark 3.5 cancels a tag's jobs without a reason. */
   def cancelJobsWithTag(sc: SparkContext, tag: String, reason: String): Unit =
     sc.cancelJobsWithTag(tag)
+
+  /** `exchange` shuffling `child` by `partitioning` instead, the rest of it as it was. */
+  def exchangeWith(exchange: ShuffleExchangeExec, partitioning: Partitioning, child: SparkPlan)
+      : ShuffleExchangeExec = exchange.copy(outputPartitioning = partitioning, child = child)
 
   private object Joins extends JoinSelectionHelper
 }

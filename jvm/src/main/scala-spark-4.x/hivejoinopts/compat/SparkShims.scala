@@ -7,9 +7,12 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.optimizer.{BuildSide, JoinSelectionHelper}
 import org.apache.spark.sql.catalyst.plans.{JoinType, LeftSingle}
 import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan, UnresolvedHint}
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.{CollationFactory, UnsafeRowUtils}
 import org.apache.spark.sql.classic
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StringType}
 import org.apache.spark.unsafe.types.UTF8String
@@ -60,6 +63,19 @@ object SparkShims {
 
   def cancelJobsWithTag(sc: SparkContext, tag: String, reason: String): Unit =
     sc.cancelJobsWithTag(tag, reason)
+
+  /**
+   * `exchange` shuffling `child` by `partitioning` instead, the rest of it as it was. Copied
+   * through `makeCopy`, not `copy`: the constructor grows between lines (4.3 adds a parameter),
+   * and the JAR built for 4.2 also runs on 4.3.
+   */
+  def exchangeWith(exchange: ShuffleExchangeExec, partitioning: Partitioning, child: SparkPlan)
+      : ShuffleExchangeExec = {
+    val args = exchange.productIterator.map(_.asInstanceOf[AnyRef]).toArray
+    args(0) = partitioning
+    args(1) = child
+    exchange.makeCopy(args).asInstanceOf[ShuffleExchangeExec]
+  }
 
   private object Joins extends JoinSelectionHelper
 }

@@ -12,6 +12,7 @@ import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.compat.SparkShims
 import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
 import hivejoinopts.rules.HiveJoinOptsPhysicalRule
 import hivejoinopts.plan.{JoinSide, JoinSides}
@@ -120,18 +121,8 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
           exprs.zip(keys).forall { case (x, y) => x.semanticEquals(y) } =>
       val coarse = HashPartitioning(positions.map(keys), n)
       if (partitionedOn(c.outputPartitioning, coarse.expressions, n)) Some(c)
-      else Some(withPartitioning(e, coarse))
+      else Some(SparkShims.exchangeWith(e, coarse, c))
     case _ => None
-  }
-
-  /**
-   * The exchange with another partitioning. Not `copy`: its parameter list grows between Spark
-   * lines (4.3 adds one), and a JAR built for one line also runs on the next.
-   */
-  private def withPartitioning(e: ShuffleExchangeExec, p: Partitioning): SparkPlan = {
-    val args = e.productIterator.map(_.asInstanceOf[AnyRef]).toArray
-    args(0) = p
-    e.makeCopy(args)
   }
 
   private def partitionedOn(p: Partitioning, keys: Seq[Expression], n: Int): Boolean = p match {

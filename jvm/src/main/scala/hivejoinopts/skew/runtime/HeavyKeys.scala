@@ -1,15 +1,18 @@
 package hivejoinopts.skew.runtime
 
+import scala.collection.mutable
+
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{And, BoundReference, Coalesce, EqualTo, Expression, IsNull, Literal, Or, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{And, BoundReference, Coalesce, EqualTo, Expression, IsNull, Literal, Or}
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 
-import hivejoinopts.plan.JoinSide
+import hivejoinopts.plan.{JoinSide, LeftSide, RightSide}
 
 /**
- * A key tuple a split sends to tasks of its own: its values (as the shuffle's partitioning
- * expressions computed them), the reducer partition the shuffle put it in, and the rows the
- * counts estimate it holds on each side.
+ * A key tuple a split sends to tasks of its own: its values (of the split keys, [[SplitKeys]]),
+ * the reducer partition the shuffle put it in, and on each side the rows the counts estimate it
+ * holds, their share of the side's rows, and how many map tasks wrote it (a lower bound: a map
+ * task that wrote only a few of its rows may not have counted it).
  */
 private[runtime] final case class HeavyKey(
     values: Seq[Any],
@@ -17,22 +20,124 @@ private[runtime] final case class HeavyKey(
     leftRows: Long,
     rightRows: Long,
     leftShare: Double,
-    rightShare: Double) {
+    rightShare: Double,
+    leftTasks: Int = 0,
+    rightTasks: Int = 0) {
 
   /** The bytes of the key's rows on `side` of the join, read from `in`. */
   def bytesOn(side: JoinSide, in: StageInput): Double = in.totalBytes * side.pick(leftShare, rightShare)
+
+  /** The map tasks of `side` that wrote the key. */
+  def tasksOn(side: JoinSide): Int = side.pick(leftTasks, rightTasks)
 }
 
-/** Predicates on key tuples, and the partition a tuple lands in. */
+/** Finding the heavy keys; predicates on key tuples, and the partition a tuple lands in. */
 private[runtime] object HeavyKeys {
 
-  /** The values of a counted key row, of the keys' types. */
-  def values(row: UnsafeRow, keys: Seq[Expression]): Seq[Any] =
-    keys.indices.map(i => InternalRow.copyValue(row.get(i, keys(i).dataType)))
+  /**
+   * What the counts of a join's inputs `l` and `r` tell about its heavy keys: on each side the
+   * key tuples (of `keys`) over `minBytes` and over an even share of the stage on its slots, in
+   * a partition that holds the stage back; the exact split of each for a join of `shape` (or why
+   * none is, or why a split would not spread it), and the preserved side whose NULL keys hold
+   * the stage back.
+   */
+  def find(
+      keys: SplitKeys,
+      shape: JoinShape,
+      l: StageInput,
+      r: StageInput,
+      stage: StageLoad,
+      minBytes: Long,
+      maxKeys: Int,
+      nullKeys: Boolean): Found = {
+    // Each side's keys heavy on their own: over minBytes, in a partition that holds back.
+    def heavyOn(in: StageInput): Seq[(Seq[Any], KeyCount, Double, Int)] = in.counts.toSeq.flatMap { c =>
+      keys.tally(in).take(maxKeys).map { case (values, count) =>
+        (values, count, c.share(count.rows), partitionOf(values, in.keys, stage.n))
+      }.filter { case (_, _, share, p) =>
+        // Heavy by itself: more than a slot's even share, in a partition that holds back.
+        val bytes = share * in.totalBytes
+        bytes >= minBytes && bytes >= stage.evenBytes && stage.holdsBack(p, bytes)
+      }
+    }
+    val left = heavyOn(l)
+    val right = heavyOn(r)
+    val byKey = mutable.LinkedHashMap.empty[Seq[Any], HeavyKey]
+    left.foreach { case (v, count, share, p) =>
+      byKey(comparable(v)) = HeavyKey(v, p, count.rows, 0L, share, 0.0, count.tasks, 0)
+    }
+    right.foreach { case (v, count, share, p) =>
+      val k = comparable(v)
+      byKey(k) = byKey.get(k).map(_.copy(rightRows = count.rows, rightShare = share,
+        rightTasks = count.tasks)).getOrElse(HeavyKey(v, p, 0L, count.rows, 0.0, share, 0, count.tasks))
+    }
+    // A side the key is heavy on by itself (also on the other side, it may be light there).
+    def heavySides(k: HeavyKey): Set[JoinSide] = Set[JoinSide](LeftSide, RightSide).filter { s =>
+      s.pick(left, right).exists(h => comparable(h._1) == comparable(k.values))
+    }
+    val modes = byKey.values.toSeq.sortBy(k => -(k.leftShare + k.rightShare)).take(maxKeys).map { k =>
+      k -> SplitMode.of(shape, heavySides(k)).flatMap(m => spreads(k, m).toLeft(m))
+    }
+    Found(modes.collect { case (k, Right(m)) => k -> m },
+      modes.collect { case (k, Left(why)) => k -> why },
+      if (nullKeys) nullKeySide(keys, shape, l, r, stage, minBytes) else None,
+      l, r, stage, minBytes)
+  }
+
+  /**
+   * Why a split of key `k` in `mode` would not spread it, if it would not: the side it spreads
+   * had the key written by one map task, whose block of the partition one task reads whole.
+   */
+  private def spreads(k: HeavyKey, mode: SplitMode): Option[String] = {
+    val spread: Seq[JoinSide] = mode match {
+      case SplitMode.Spread(split, _) => Seq(split)
+      case SplitMode.Grid(_) => Seq(LeftSide, RightSide)
+      case _ => Nil
+    }
+    if (spread.isEmpty || spread.exists(k.tasksOn(_) >= 2)) None
+    else Some(s"one map task wrote it on the ${spread.mkString(" and ")} side: a split by map " +
+      "task cannot spread it")
+  }
+
+  /**
+   * The preserved side whose NULL keys, in one partition, hold the stage back: only where NULL
+   * keys were counted, on a single key (the one the shuffle partitions on).
+   */
+  private def nullKeySide(
+      keys: SplitKeys,
+      shape: JoinShape,
+      l: StageInput,
+      r: StageInput,
+      stage: StageLoad,
+      minBytes: Long): Option[JoinSide] = {
+    if (keys.positions.size != 1) return None
+    Seq[JoinSide](LeftSide, RightSide).find { side =>
+      val in = side.pick(l, r)
+      in.counts.exists { c =>
+        val p = partitionOf(Seq(null), in.keys, stage.n)
+        val bytes = c.share(c.nullRows) * in.totalBytes
+        c.nullRows > 0 && SplitMode.nullRowsKept(shape.joinType, side) && bytes >= minBytes &&
+          stage.holdsBack(p, bytes)
+      }
+    }
+  }
+
+  /**
+   * Values compared as the join compares them: bytes by content, and a NaN equal to itself (the
+   * keys are normalized, so each NaN has one bit pattern), lest a key heavy on both sides become
+   * two keys, each split on its own.
+   */
+  def comparable(values: Seq[Any]): Seq[Any] = values.map {
+    case bytes: Array[Byte] => bytes.toSeq
+    case d: Double => java.lang.Double.doubleToLongBits(d) -> "double"
+    case f: Float => java.lang.Float.floatToIntBits(f) -> "float"
+    case v => v
+  }
 
   /** The reducer partition the shuffle puts `values` of `keys` in, out of `n`. */
   def partitionOf(values: Seq[Any], keys: Seq[Expression], n: Int): Int = {
-    val refs = keys.zipWithIndex.map { case (k, i) => BoundReference(i, k.dataType, k.nullable) }
+    // Nullable whatever the keys say: a NULL read as a non-nullable int would hash as 0.
+    val refs = keys.zipWithIndex.map { case (k, i) => BoundReference(i, k.dataType, nullable = true) }
     val id = HashPartitioning(refs, n).partitionIdExpression
     id.eval(InternalRow.fromSeq(values)).asInstanceOf[Int]
   }
@@ -57,8 +162,8 @@ private[runtime] object HeavyKeys {
 
 /**
  * What the counts of a join's inputs found: the heavy keys with the split that is exact for
- * each, those no split is exact for (and why), and the preserved side whose NULL keys hold the
- * stage back, if one does.
+ * each, those no split is exact for or would spread (and why), and the preserved side whose NULL
+ * keys hold the stage back, if one does.
  */
 private[runtime] final case class Found(
     keys: Seq[(HeavyKey, SplitMode)],
@@ -71,7 +176,9 @@ private[runtime] final case class Found(
 
   private def heaviest(in: StageInput): Option[(Double, Int)] = in.counts.flatMap { c =>
     c.heaviest.headOption.map { case (row, count) =>
-      c.share(count.rows) -> HeavyKeys.partitionOf(HeavyKeys.values(row, in.keys), in.keys, stage.n)
+      c.share(count.rows) -> HeavyKeys.partitionOf(
+        in.keys.indices.map(i => InternalRow.copyValue(row.get(i, in.keys(i).dataType))),
+        in.keys, stage.n)
     }
   }
 
@@ -79,24 +186,32 @@ private[runtime] final case class Found(
   def numbers: Seq[(String, Any)] = Seq("left" -> l, "right" -> r).flatMap { case (side, in) =>
     in.counts.toSeq.flatMap(c => Seq(s"countedRows($side)" -> c.rows) ++
       heaviest(in).map { case (share, _) => s"heaviestKeyShare($side)" -> f"${share * 100}%.1f%%" } ++
+      (if (c.nullRows > 0) Seq(s"nullKeyRows($side)" -> c.nullRows) else Nil) ++
       Seq(s"countMs($side)" -> in.countMs))
   }
 
-  /** The keys split, for the decision log. */
-  def keyNumbers: Seq[(String, Any)] = {
+  /** The keys split, the map tasks that wrote each on the sides it is heavy on, for the log. */
+  def keyNumbers(keyExprs: Seq[Expression]): Seq[(String, Any)] = {
     val shown = keys.take(5).map { case (k, m) =>
       val share = math.max(k.leftShare, k.rightShare)
-      s"${HeavyKeys.describe(k.values, l.keys)} (${f"${share * 100}%.1f"}%, $m)"
+      val tasks = Seq[JoinSide](LeftSide, RightSide).filter(s => s.pick(k.leftRows, k.rightRows) > 0)
+        .map(s => s"${k.tasksOn(s)} map tasks $s").mkString(", ")
+      s"${HeavyKeys.describe(k.values, keyExprs)} (${f"${share * 100}%.1f"}%, $tasks, $m)"
     }
     (if (shown.isEmpty) Nil else Seq("keys" -> (shown.mkString(", ") +
       (if (keys.size > 5) s", ... (${keys.size} keys)" else "")))) ++
-      nullSide.map(s => "nullKeysSplit" -> s.toString).toSeq
+      nullSide.map(s => "nullKeysSplit" -> s.toString).toSeq ++
+      inexact.headOption.map { case (k, why) =>
+        "notSplit" -> (s"${HeavyKeys.describe(k.values, keyExprs)}: $why" +
+          (if (inexact.size > 1) s" (and ${inexact.size - 1} more)" else ""))
+      }.toSeq
   }
 
   /** Why nothing is split. */
-  def none: String = inexact.headOption match {
+  def none(keyExprs: Seq[Expression]): String = inexact.headOption match {
     case Some((k, why)) =>
-      s"key ${HeavyKeys.describe(k.values, l.keys)} holds the stage back, but no split is exact: $why"
+      s"key ${HeavyKeys.describe(k.values, keyExprs)} holds the stage back, but it is not " +
+        s"split: $why"
     case None =>
       val (side, in) = Seq("left" -> l, "right" -> r).maxBy { case (_, in) =>
         heaviest(in).map(_._1 * in.totalBytes).getOrElse(0.0) }

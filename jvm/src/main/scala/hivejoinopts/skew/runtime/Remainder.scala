@@ -1,8 +1,7 @@
 package hivejoinopts.skew.runtime
 
 import org.apache.spark.sql.catalyst.expressions.Expression
-import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
-import org.apache.spark.sql.execution.{ShufflePartitionSpec, SparkPlan}
+import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.exchange.{EnsureRequirements, ShuffleExchangeExec}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 
@@ -11,8 +10,8 @@ import hivejoinopts.plan.{JoinSide, LeftSide, RightSide}
 /**
  * The rows of the heavy keys' partitions that no branch joins: their other keys (and a
  * preserved side's NULL keys when they are not split). Read in pieces, like the branches, and
- * shuffled again over a few tasks, they are joined there, so the rest of the join leaves those
- * partitions out and no task reads a heavy key's rows only to drop them.
+ * shuffled again over a few tasks ([[RemainderLayout]]), they are joined there, so the rest of
+ * the join leaves those partitions out and no task reads a heavy key's rows only to drop them.
  * {{{
  *   Join type [k], [k']                              (as planned, on `tasks` partitions)
  *   :- Exchange hashpartitioning(k, tasks)
@@ -25,18 +24,20 @@ import hivejoinopts.plan.{JoinSide, LeftSide, RightSide}
  * Each key's rows meet in one task, as in the planned join, so this is exact for every join
  * type, and its output is hash partitioned on the keys, as the planned join's was.
  *
- * @param join  the join of those rows, its inputs shuffled on its keys into `tasks` partitions
- * @param reads the pieces read from both stages
+ * @param join     the join of those rows, its inputs shuffled on its keys into `tasks` partitions
+ * @param layout   its partitions, pieces and tasks
+ * @param template the exchange its shuffles copy
  */
 private[runtime] final case class Remainder(
     join: SparkPlan,
-    tasks: Int,
-    reads: Int,
+    layout: RemainderLayout,
     template: ShuffleExchangeExec) {
+
+  def tasks: Int = layout.tasks
 
   /** `input` shuffled into this remainder's partitions on `keys`, as the join's inputs are. */
   def shuffled(input: SparkPlan, keys: Seq[Expression]): SparkPlan =
-    SkewJoinRuntimeSplit.shuffleLike(template, HashPartitioning(keys, tasks), input)
+    SplitPlans.shuffled(template, input, keys, tasks)
 
   /**
    * `region`, a copy of the operators above the join over [[join]] with each of its inputs
@@ -45,43 +46,26 @@ private[runtime] final case class Remainder(
    * partitions, each of them, so that they stay co-partitioned.
    */
   def planned(region: SparkPlan): SparkPlan =
-    SkewJoinRuntimeSplit.withShufflePartitions(EnsureRequirements()(region), _ => tasks)
+    SplitPlans.withShufflePartitions(EnsureRequirements()(region), _ => tasks)
 }
 
 private[runtime] object Remainder {
 
   /**
-   * The remainder of join `j` in reducer partitions `parts`, which hold the heavy `keys`: each
-   * side's rows there that pass `kept`, read in pieces of about `target` bytes and shuffled into
-   * partitions of about `target` bytes of the rows that are not the keys'.
+   * The remainder of join `j` laid out in `layout`: each side's rows of its pieces that pass
+   * `kept`, shuffled on the join's keys.
    */
   def apply(
       j: ShuffledJoin,
       l: StageInput,
       r: StageInput,
-      keys: Seq[HeavyKey],
-      parts: Seq[Int],
-      kept: (StageInput, JoinSide) => Expression,
-      target: Long): Remainder = {
-    val sides = Seq[JoinSide](LeftSide, RightSide)
-    def specs(side: JoinSide): Seq[ShufflePartitionSpec] = {
+      layout: RemainderLayout,
+      kept: (StageInput, JoinSide) => Expression): Remainder = {
+    val shell = Remainder(j, layout, l.stage.shuffle.asInstanceOf[ShuffleExchangeExec])
+    val inputs = Seq[JoinSide](LeftSide, RightSide).map { side =>
       val in = side.pick(l, r)
-      parts.flatMap { p =>
-        SplitPieces(in.shuffleId, p, math.ceil(in.bytesOf(p, keys, side) / target).toInt)
-          .getOrElse(Seq(in.whole(p)))
-      }
-    }
-    val lightBytes = sides.map { side =>
-      val in = side.pick(l, r)
-      parts.map(in.partitionBytes).sum - keys.map(_.bytesOn(side, in)).sum
-    }.sum
-    val tasks = math.max(1, math.ceil(lightBytes / target).toInt)
-    val read = sides.map(specs)
-    val template = l.stage.shuffle.asInstanceOf[ShuffleExchangeExec]
-    val shell = Remainder(j, tasks, read.map(_.size).sum, template)
-    val inputs = sides.zip(read).map { case (side, pieces) =>
-      val in = side.pick(l, r)
-      shell.shuffled(in.readOf(pieces, kept(in, side)), side.pick(j.leftKeys, j.rightKeys))
+      shell.shuffled(in.readOf(side.pick(layout.left, layout.right), kept(in, side)),
+        side.pick(j.leftKeys, j.rightKeys))
     }
     shell.copy(join = j.withNewChildren(inputs))
   }

@@ -44,20 +44,12 @@ private[runtime] object SplitMode {
     case _ => None
   }
 
-  /**
-   * The mode for a key heavy on `heavy` sides of a join of type `t`, or why none is exact.
-   * `equiOnly`: the join's condition is its keys alone, so a side with rows of the key has a
-   * match for every row the other side has of it. `rowsAreFixed`: the inputs are deterministic,
-   * so the rows the counts saw are the rows the join reads.
-   */
-  def of(
-      t: JoinType,
-      heavy: Set[JoinSide],
-      equiOnly: Boolean,
-      rowsAreFixed: Boolean): Either[String, SplitMode] = {
+  /** The mode for a key heavy on `heavy` sides of a join of `shape`, or why none is exact. */
+  def of(shape: JoinShape, heavy: Set[JoinSide]): Either[String, SplitMode] = {
+    val t = shape.joinType
     val sides = JoinSides(t)
-    // Where both sides have rows of the key and only keys are compared, every row matches.
-    val allMatch = equiOnly && rowsAreFixed
+    // Where both sides have rows of the key and it is all the join compares, every row matches.
+    val allMatch = shape.everyRowMatches
     def spread(split: JoinSide): Either[String, SplitMode] = {
       val copied = split.other
       if (sides.mayCopy(copied)) Right(Spread(split, t))
@@ -67,15 +59,14 @@ private[runtime] object SplitMode {
       } else if (allMatch && !sides.pairs && split == RightSide) {
         Right(LeftRowsOnly(t))
       } else Left(s"the ${copied} side's rows would be copied to each task, and a " +
-        s"${t.sql} join ${if (equiOnly) "keeps them when they match nothing" else
-          "with a condition besides its keys may leave them unmatched"}")
+        s"${t.sql} join keeps them when they match nothing, which ${shape.whyRowsMayMatchNothing}")
     }
     if (heavy.size == 2) {
       if (allMatch && !sides.pairs) Right(LeftRowsOnly(t))
       else if (sides.pairs && (sides.preserved.isEmpty || allMatch)) Right(Grid(Inner))
-      else Left(s"both sides are heavy on the key, and a ${t.sql} join " +
-        (if (equiOnly) "" else "with a condition besides its keys ") +
-        "must see all of one side's rows of it in one task")
+      else Left(s"both sides are heavy on the key, and a ${t.sql} join must see all of one " +
+        s"side's rows of it in one task: a row of the key may match nothing, as " +
+        shape.whyRowsMayMatchNothing)
     } else spread(heavy.head)
   }
 
@@ -94,4 +85,40 @@ private[runtime] object SplitMode {
   def keepsLeftRows(t: JoinType): Boolean = t == LeftSemi
 
   def isAnti(t: JoinType): Boolean = t == LeftAnti
+}
+
+/**
+ * What a join lets a split rely on: the one place that says whether every row of a heavy key on
+ * one side matches a row of the other side that has the key. That holds only when the key is
+ * all the join compares: its condition is its keys alone, the split's key tuple covers every
+ * join key (not so after a shuffle on fewer keys, as `CoarsenJoinShuffle` plans one, where a
+ * row of key `k` may differ from the other side's rows of `k` in `b`), and the inputs are
+ * deterministic, so that the rows counted are the rows joined.
+ *
+ * @param splitKeys the SQL of the join keys the split's key tuples are of (left side)
+ * @param joinKeys  the SQL of all the join's keys (left side)
+ */
+private[runtime] final case class JoinShape(
+    joinType: JoinType,
+    equiOnly: Boolean,
+    coversJoinKeys: Boolean,
+    rowsAreFixed: Boolean,
+    splitKeys: Seq[String],
+    joinKeys: Seq[String]) {
+
+  def everyRowMatches: Boolean = equiOnly && coversJoinKeys && rowsAreFixed
+
+  /** Why a row of a key may match nothing although the other side has the key. */
+  def whyRowsMayMatchNothing: String =
+    if (!equiOnly) "it may with a condition besides its keys"
+    else if (!coversJoinKeys) s"it may: the split key (${splitKeys.mkString(", ")}) is " +
+      s"${splitKeys.size} of the join's ${joinKeys.size} keys (${joinKeys.mkString(", ")})"
+    else if (!rowsAreFixed) "it may: its inputs are not deterministic"
+    else "it does not"
+
+  /** For the decision log: the split keys, and why a row of one may match nothing. */
+  def numbers: Seq[(String, Any)] =
+    Seq("splitKeys" -> (s"${splitKeys.mkString(", ")} (${splitKeys.size} of ${joinKeys.size} " +
+      "join keys)")) ++
+      (if (everyRowMatches) Nil else Seq("rowsMayMatchNothing" -> whyRowsMayMatchNothing))
 }

@@ -1,7 +1,6 @@
 package hivejoinopts.skew.runtime
 
 import org.apache.spark.sql.execution.PartialReducerPartitionSpec
-import org.apache.spark.sql.hivejoinopts.MapOutputSizes
 
 /**
  * A reducer partition of a shuffle cut into pieces by the map tasks that wrote it: each piece
@@ -11,17 +10,15 @@ import org.apache.spark.sql.hivejoinopts.MapOutputSizes
 private[runtime] object SplitPieces {
 
   /**
-   * Partition `p` of shuffle `shuffleId` in at most `pieces` pieces, or None when the map output
-   * sizes are lost or fewer than two map tasks wrote to it.
+   * Reducer partition `p`, of which each map task wrote `sizes`, in at most `pieces` pieces, or
+   * None when fewer than two pieces can be cut (fewer than two map tasks wrote to it).
    */
-  def apply(shuffleId: Int, p: Int, pieces: Int): Option[Seq[PartialReducerPartitionSpec]] =
-    MapOutputSizes.forReducer(shuffleId, p).flatMap { sizes =>
-      val written = sizes.count(_ > 0)
-      val k = math.min(pieces, written)
-      if (k < 2) None else Some(cut(sizes, k).map { case (start, end) =>
-        PartialReducerPartitionSpec(p, start, end, sizes.slice(start, end).sum)
-      })
-    }
+  def apply(sizes: Array[Long], p: Int, pieces: Int): Option[Seq[PartialReducerPartitionSpec]] = {
+    val k = math.min(pieces, sizes.count(_ > 0))
+    if (k < 2) None else Some(cut(sizes, k).map { case (start, end) =>
+      PartialReducerPartitionSpec(p, start, end, sizes.slice(start, end).sum)
+    })
+  }
 
   /** `sizes` (one per map task) in `k` contiguous ranges [start, end) of about equal sums. */
   private[runtime] def cut(sizes: Array[Long], k: Int): Seq[(Int, Int)] = {

@@ -1,11 +1,14 @@
 package hivejoinopts.skew.runtime
 
 import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.execution.{CoalescedPartitionSpec, PartialReducerPartitionSpec, SparkPlan, UnionExec, WholeStageCodegenExec}
+import org.apache.spark.sql.catalyst.expressions.{Coalesce, Not}
+import org.apache.spark.sql.catalyst.plans.{Inner, LeftOuter}
+import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
+import org.apache.spark.sql.execution.{CoalescedPartitionSpec, FilterExec, PartialReducerPartitionSpec, SparkPlan, UnionExec, WholeStageCodegenExec}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.aggregate.HashAggregateExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
-import org.apache.spark.sql.execution.joins.ShuffledJoin
+import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, ShuffledJoin, SortMergeJoinExec}
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf}
@@ -17,6 +20,9 @@ import hivejoinopts.skew.SkewJoinTestBase
  * whose heavy key 7 many map tasks wrote, with thresholds lowered so that the split fires.
  */
 class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
+
+  /** Whether the suite's queries run in whole-stage code (Spark's default), or row by row. */
+  protected def wholeStageCodegen: Boolean = true
 
   /**
    * Small thresholds, 64 task slots, several map tasks per table; no planning-time split. The
@@ -408,6 +414,48 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("the split plan has the shape its scaladoc draws: the rest, the remainder, the heavy key") {
+    withRuntimeConf() {
+      // Key 7 heavy on the null-supplying side: joined by key, its partition's other keys in
+      // the remainder (the partition is over the advisory size of 1 KB).
+      val q = "SELECT big.k, big.v, small.w FROM small LEFT OUTER JOIN big ON small.k = big.k"
+      checkSameAnswer(sql(q))
+      val plan = executedPlan(sql(q))
+      val union = unions(plan)
+      assert(union.size == 1 && union.head.children.size == 3, plan.treeString)
+      val Seq(rest, remainder, heavy) = union.head.children
+      val p = HeavyKeys.partitionOf(Seq(7L), collect(plan) { case s: ShuffleQueryStageExec => s }
+        .head.shuffle.outputPartitioning.asInstanceOf[HashPartitioning].expressions, 16)
+      // The rest: a sort-merge join of every partition but P, as planned.
+      val restJoin = collect(rest) { case j: SortMergeJoinExec => j }
+      assert(restJoin.size == 1 && !restJoin.head.isSkewJoin && restJoin.head.joinType == LeftOuter)
+      assert(!partitionsRead(rest).contains(p) && partitionsRead(rest).nonEmpty)
+      // The remainder: P's other keys, read in pieces, filtered, shuffled over a few tasks.
+      assert(collect(remainder) { case j: SortMergeJoinExec => j }.size == 1)
+      // Two shuffles of its own (below them, the join's input stages of 16 partitions).
+      val reshuffled = collect(remainder) { case e: ShuffleExchangeExec => e.outputPartitioning }
+        .filter(_.numPartitions != 16)
+      assert(reshuffled.size == 2 && reshuffled.forall(_.numPartitions < 16), reshuffled)
+      assert(collect(remainder) { case f: FilterExec if f.condition.isInstanceOf[Not] => f }.size == 2)
+      val remainderReads = collect(remainder) { case r: AQEShuffleReadExec => r.partitionSpecs }
+      assert(remainderReads.flatten.forall {
+        case s: PartialReducerPartitionSpec => s.reducerIndex == p
+        case c: CoalescedPartitionSpec => c.startReducerIndex == p && c.endReducerIndex == p + 1
+        case _ => false
+      } && remainderReads.size == 2, remainderReads)
+      // The heavy key: big's blocks of P in pieces, each hash-joined with small's rows of key 7.
+      val heavyJoin = collect(heavy) { case j: ShuffledHashJoinExec => j }
+      assert(heavyJoin.size == 1 && heavyJoin.head.isSkewJoin && heavyJoin.head.joinType == Inner)
+      val reads = collect(heavy) { case r: AQEShuffleReadExec => r.partitionSpecs }
+      assert(reads.size == 2 && reads.exists(_.forall(_.isInstanceOf[PartialReducerPartitionSpec])))
+      assert(reads.exists(_.forall(_ == CoalescedPartitionSpec(p, p + 1, 0L)) ||
+        reads.exists(_.forall { case c: CoalescedPartitionSpec => c.startReducerIndex == p
+          case _ => false })))
+      // Each side's rows of the key kept (Spark's own filters of the input stages below).
+      assert(collect(heavy) { case f: FilterExec if f.condition.isInstanceOf[Coalesce] => f }.size == 2)
+    }
+  }
+
   test("a heavy partition within the advisory size: the rest reads it, the key's rows dropped") {
     withRuntimeConf(inRest) {
       for (q <- Seq(
@@ -446,4 +494,9 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
       assert(collect(plan) { case s: ShuffleQueryStageExec => s }.nonEmpty)
     }
   }
+}
+
+/** The run-time split's end-to-end suite once more, every query run row by row. */
+class SkewJoinRuntimeSplitRowByRowSuite extends SkewJoinRuntimeSplitSuite {
+  override protected def wholeStageCodegen: Boolean = false
 }

@@ -42,10 +42,42 @@ class SplitModeSuite extends AnyFunSuite {
     (FullOuter, Both, false, None),
     (LeftSemi, Both, true, Some(LeftRowsOnly(LeftSemi))))
 
+  private def shape(t: JoinType, equiOnly: Boolean = true, covers: Boolean = true,
+      fixed: Boolean = true): JoinShape =
+    JoinShape(t, equiOnly, covers, fixed, if (covers) Seq("k", "b") else Seq("k"), Seq("k", "b"))
+
   for ((t, heavy, equiOnly, expected) <- table) {
     test(s"${t.sql}, heavy on ${heavy.mkString(" and ")}, ${if (equiOnly) "keys only" else
         "a condition besides the keys"}: ${expected.getOrElse("no exact split")}") {
-      assert(SplitMode.of(t, heavy, equiOnly, rowsAreFixed = true).toOption == expected)
+      assert(SplitMode.of(shape(t, equiOnly), heavy).toOption == expected)
+    }
+  }
+
+  // A split key that is a strict subset of the join's keys (a shuffle on k alone under a join
+  // on (k, b)): a row of the key may differ from the other side's in b and match nothing, so
+  // only the modes that copy a side the join may copy stay; the rest need every row to match.
+  private val subset: Seq[(JoinType, Set[JoinSide], Option[SplitMode])] = Seq(
+    (Inner, L, Some(Spread(LeftSide, Inner))),
+    (Inner, R, Some(Spread(RightSide, Inner))),
+    (Inner, Both, Some(Grid(Inner))),
+    (LeftOuter, L, Some(Spread(LeftSide, LeftOuter))),
+    (LeftOuter, R, None),
+    (RightOuter, L, None),
+    (FullOuter, L, None),
+    (FullOuter, R, None),
+    (FullOuter, Both, None),
+    (LeftSemi, L, Some(Spread(LeftSide, LeftSemi))),
+    (LeftSemi, R, None),
+    (LeftSemi, Both, None),
+    (LeftAnti, L, Some(Spread(LeftSide, LeftAnti))),
+    (LeftAnti, R, None))
+
+  for ((t, heavy, expected) <- subset) {
+    test(s"${t.sql}, heavy on ${heavy.mkString(" and ")}, split key 1 of 2 join keys: " +
+        s"${expected.getOrElse("no exact split")}") {
+      val mode = SplitMode.of(shape(t, covers = false), heavy)
+      assert(mode.toOption == expected)
+      mode.left.foreach(why => assert(why.contains("the split key (k) is 1 of the join's 2 keys"), why))
     }
   }
 
@@ -70,9 +102,19 @@ class SplitModeSuite extends AnyFunSuite {
   }
 
   test("inputs that are not deterministic: no split relies on every row of the key matching") {
-    assert(SplitMode.of(LeftOuter, R, equiOnly = true, rowsAreFixed = false).isLeft)
-    assert(SplitMode.of(LeftSemi, R, equiOnly = true, rowsAreFixed = false).isLeft)
-    assert(SplitMode.of(Inner, L, equiOnly = true, rowsAreFixed = false).isRight)
+    assert(SplitMode.of(shape(LeftOuter, fixed = false), R).isLeft)
+    assert(SplitMode.of(shape(LeftSemi, fixed = false), R).isLeft)
+    assert(SplitMode.of(shape(Inner, fixed = false), L).isRight)
+  }
+
+  test("the shape tells the decision log what it allows and why") {
+    assert(shape(Inner).everyRowMatches && !shape(Inner).numbers.toMap.contains("rowsMayMatchNothing"))
+    assert(shape(Inner).numbers.toMap.apply("splitKeys") == "k, b (2 of 2 join keys)")
+    val partial = shape(LeftOuter, covers = false)
+    assert(!partial.everyRowMatches)
+    assert(partial.numbers.toMap.apply("splitKeys") == "k (1 of 2 join keys)")
+    assert(partial.numbers.toMap.apply("rowsMayMatchNothing").toString.contains("1 of the join's 2 keys"))
+    assert(shape(Inner, equiOnly = false).whyRowsMayMatchNothing.contains("condition"))
   }
 
   test("NULL keys are split only on a side the join keeps unmatched") {

@@ -1,0 +1,248 @@
+package hivejoinopts.skew.runtime
+
+import org.apache.spark.sql.catalyst.plans.JoinType
+import org.apache.spark.sql.execution.ShufflePartitionSpec
+
+import hivejoinopts.plan.{JoinSide, LeftSide, RightSide}
+
+/**
+ * The tasks of one branch of a split: the heavy `keys` it joins in its `mode`, and for each task
+ * the reducer partition it joins (a further join above reads the same partition of its other
+ * input for the task) and what it reads of each side: `left` and `right` hold one spec per task,
+ * or none for a side the branch does not read.
+ */
+private[runtime] final case class BranchLayout(
+    mode: SplitMode,
+    keys: Seq[HeavyKey],
+    partitions: Seq[Int],
+    left: Seq[ShufflePartitionSpec],
+    right: Seq[ShufflePartitionSpec]) {
+
+  def tasks: Int = partitions.size
+
+  /** The side whose NULL keys this branch joins, if that is what it joins. */
+  def nullSide: Option[JoinSide] = mode match {
+    case SplitMode.NullRows(side) => Some(side)
+    case _ => None
+  }
+
+  def spreadsWhole: Boolean = mode.isInstanceOf[SplitMode.WholePartition]
+}
+
+/**
+ * The rows of the heavy keys' partitions that no branch joins, joined after a shuffle of their
+ * own ([[Remainder]]): the partitions, the pieces read of each side, and the partitions of that
+ * shuffle (about `target` bytes each of the rows that are not the keys').
+ */
+private[runtime] final case class RemainderLayout(
+    partitions: Seq[Int],
+    left: Seq[ShufflePartitionSpec],
+    right: Seq[ShufflePartitionSpec],
+    tasks: Int) {
+
+  def reads: Int = left.size + right.size
+}
+
+/**
+ * A split's tasks, decided from the stage's numbers alone, before any plan is built: the
+ * branches, the heavy partitions the rest reads dropping the branches' rows, the remainder, and
+ * the partitions the rest leaves out (those spread whole and the remainder's).
+ */
+private[runtime] final case class SplitLayout(
+    branches: Seq[BranchLayout],
+    restReadsHeavy: Seq[Int],
+    remainder: Option[RemainderLayout],
+    target: Long) {
+
+  def tasks: Int = branches.map(_.tasks).sum
+
+  /** Every key the branches join. */
+  def keys: Seq[HeavyKey] = branches.flatMap(_.keys)
+
+  def nullSide: Option[JoinSide] = branches.flatMap(_.nullSide).headOption
+
+  /** The heavy partitions spread whole: the rest leaves them out. */
+  def wholePartitions: Set[Int] = branches.filter(_.spreadsWhole).flatMap(_.keys.map(_.partition)).toSet
+
+  /** The partitions the rest leaves out. */
+  def restOmits: Set[Int] = wholePartitions ++ remainder.toSeq.flatMap(_.partitions)
+
+  /** The heavy partitions a branch reads by key, and the NULL keys' partition: read again. */
+  def rereadPartitions: Seq[Int] = branches.filterNot(_.spreadsWhole)
+    .flatMap(b => b.keys.map(_.partition) ++ b.partitions.filter(_ => b.nullSide.isDefined))
+    .distinct.sorted
+}
+
+private[runtime] object SplitLayout {
+
+  /**
+   * No piece reads less than this (or `skewJoin.runtime.minKeyBytes` when lower): a task costs
+   * more than the rows it would spare.
+   */
+  val MinPieceBytes: Double = 1024 * 1024
+
+  /** The bytes each map task of a stage wrote for one of its reducer partitions. */
+  type MapSizes = (StageInput, Int) => Option[Array[Long]]
+
+  /**
+   * The layout of a split of a join of type `joinType` on what `found` found. `followed`: a
+   * further join on the key above the join is copied into the branches (no partition is then
+   * spread whole, nor read by the rest). A heavy partition of no more than `advisoryBytes` is
+   * read whole by the rest, its branches' rows dropped there; a bigger one's other keys go to
+   * the remainder.
+   */
+  def of(
+      joinType: JoinType,
+      found: Found,
+      followed: Boolean,
+      minKeyBytes: Long,
+      advisoryBytes: Long,
+      mapSizes: MapSizes): SplitLayout = {
+    val l = found.l
+    val r = found.r
+    val stage = found.stage
+    val target = math.max(stage.evenBytes, math.min(MinPieceBytes, minKeyBytes.toDouble))
+      .max(1.0).toLong
+    def pieces(in: StageInput, p: Int, bytes: Double, atMost: Int = Int.MaxValue) =
+      mapSizes(in, p).flatMap(sizes => SplitPieces(sizes, p,
+        math.min(atMost, math.ceil(bytes / target).toInt)))
+    val nullPartition = found.nullSide.map(s =>
+      HeavyKeys.partitionOf(Seq(null), s.pick(l, r).keys, stage.n))
+    // Partitions whose keys are all spread on one side with the join's own type: spread whole.
+    val wholeSide: Map[Int, JoinSide] = if (followed) Map.empty else {
+      found.keys.groupBy(_._1.partition).flatMap { case (p, keys) =>
+        val sides = keys.map { case (_, mode) => SplitMode.spreadsWholePartition(mode, joinType) }
+        if (sides.forall(_.isDefined) && sides.distinct.size == 1 && !nullPartition.contains(p)) {
+          Some(p -> sides.head.get)
+        } else None
+      }
+    }
+    val (wholeKeys, keyLevel) = found.keys.partition { case (k, _) => wholeSide.contains(k.partition) }
+    val whole = wholeKeys.groupBy { case (k, _) => wholeSide(k.partition) }.toSeq.flatMap {
+      case (side, keys) => wholePartitions(joinType, l, r, side, keys.map(_._1), pieces)
+    }
+    val keyed = keyLevel.groupBy(_._2).toSeq.flatMap { case (mode, keys) =>
+      byKey(l, r, mode, keys.map(_._1), pieces)
+    }
+    val nulls = found.nullSide.flatMap(side => nullRows(side, side.pick(l, r), nullPartition.get, pieces))
+    val branches = whole ++ keyed ++ nulls
+    val shell = SplitLayout(branches, Nil, None, target)
+    val keys = shell.keys
+    val parts = shell.rereadPartitions
+    val (inRest, remainderParts) =
+      if (followed) (Nil, parts)
+      else parts.partition(p => l.bytesOf(p, keys, LeftSide) + r.bytesOf(p, keys, RightSide) <= advisoryBytes)
+    val remainder = if (remainderParts.isEmpty) None
+      else Some(remainderOf(l, r, keys.filter(k => remainderParts.contains(k.partition)),
+        remainderParts, target, pieces))
+    shell.copy(restReadsHeavy = inRest, remainder = remainder)
+  }
+
+  private type Pieces = (StageInput, Int, Double, Int) => Option[Seq[ShufflePartitionSpec]]
+
+  /**
+   * The branch joining `keys` in `mode`, their partitions cut in pieces by map task: no more
+   * pieces of a side the keys are heavy on than the map tasks that wrote them there. None when
+   * no partition can be cut.
+   */
+  private def byKey(
+      l: StageInput,
+      r: StageInput,
+      mode: SplitMode,
+      keys: Seq[HeavyKey],
+      pieces: Pieces): Option[BranchLayout] = {
+    def cut(side: JoinSide, p: Int, ks: Seq[HeavyKey]) = {
+      val in = side.pick(l, r)
+      val tasks = ks.map(_.tasksOn(side)).max
+      pieces(in, p, in.bytesOf(p, keys, side), if (tasks == 0) Int.MaxValue else tasks)
+    }
+    // Per partition of the keys: the specs of both sides' reads, task by task.
+    val perPartition = keys.groupBy(_.partition).toSeq.sortBy(_._1).flatMap { case (p, ks) =>
+      val specs: Option[(Seq[ShufflePartitionSpec], Seq[ShufflePartitionSpec])] = mode match {
+        case SplitMode.Spread(LeftSide, _) =>
+          cut(LeftSide, p, ks).map(ls => (ls, Seq.fill(ls.size)(r.whole(p))))
+        case SplitMode.Spread(RightSide, _) =>
+          cut(RightSide, p, ks).map(rs => (Seq.fill(rs.size)(l.whole(p)), rs))
+        case SplitMode.Grid(_) =>
+          val ls = cut(LeftSide, p, ks).getOrElse(Seq(l.whole(p)))
+          val rs = cut(RightSide, p, ks).getOrElse(Seq(r.whole(p)))
+          if (ls.size * rs.size < 2) None
+          else Some((for (a <- ls; _ <- rs) yield a, for (_ <- ls; b <- rs) yield b))
+        case SplitMode.LeftRowsOnly(_) =>
+          Some((cut(LeftSide, p, ks).getOrElse(Seq(l.whole(p))), Nil))
+        case _ => None
+      }
+      specs.map(s => (p, ks, s))
+    }
+    if (perPartition.isEmpty) None
+    else {
+      val partitions = perPartition.flatMap { case (p, _, (ls, _)) => Seq.fill(ls.size)(p) }
+      // An anti join keeps no left row of a key the right side has: nothing to read.
+      val reads = mode match {
+        case SplitMode.LeftRowsOnly(t) if !SplitMode.keepsLeftRows(t) => false
+        case _ => true
+      }
+      Some(BranchLayout(mode, perPartition.flatMap(_._2), if (reads) partitions else Nil,
+        if (reads) perPartition.flatMap(_._3._1) else Nil,
+        if (reads) perPartition.flatMap(_._3._2) else Nil))
+    }
+  }
+
+  /**
+   * The branch joining the whole partitions of `keys` split on `split`'s side with the join's
+   * own type ([[SplitMode.WholePartition]]). None when no partition can be cut.
+   */
+  private def wholePartitions(
+      joinType: JoinType,
+      l: StageInput,
+      r: StageInput,
+      split: JoinSide,
+      keys: Seq[HeavyKey],
+      pieces: Pieces): Option[BranchLayout] = {
+    val in = split.pick(l, r)
+    val other = split.other.pick(l, r)
+    val perPartition = keys.groupBy(_.partition).toSeq.sortBy(_._1).flatMap { case (p, ks) =>
+      pieces(in, p, in.bytesOf(p, keys, split), Int.MaxValue).map(ps => (p, ks, ps))
+    }
+    if (perPartition.isEmpty) None
+    else {
+      val cut = perPartition.flatMap(_._3)
+      val copies = perPartition.flatMap { case (p, _, ps) => Seq.fill(ps.size)(other.whole(p)) }
+      val (left, right) = split.pick((cut, copies), (copies, cut))
+      Some(BranchLayout(SplitMode.WholePartition(split, joinType), perPartition.flatMap(_._2),
+        perPartition.flatMap { case (p, _, ps) => Seq.fill(ps.size)(p) }, left, right))
+    }
+  }
+
+  /** The branch of `side`'s rows with a NULL key, partition `p` of `in`, in pieces. */
+  private def nullRows(side: JoinSide, in: StageInput, p: Int, pieces: Pieces): Option[BranchLayout] =
+    pieces(in, p, in.partitionBytes(p).toDouble, Int.MaxValue).map { specs =>
+      BranchLayout(SplitMode.NullRows(side), Nil, Seq.fill(specs.size)(p),
+        side.pick(specs, Nil), side.pick(Nil, specs))
+    }
+
+  /**
+   * The remainder of partitions `parts`, which hold the heavy `keys`: each side's rows read in
+   * pieces of about `target` bytes, shuffled into partitions of about `target` bytes of the
+   * rows that are not the keys'.
+   */
+  private def remainderOf(
+      l: StageInput,
+      r: StageInput,
+      keys: Seq[HeavyKey],
+      parts: Seq[Int],
+      target: Long,
+      pieces: Pieces): RemainderLayout = {
+    def specs(side: JoinSide): Seq[ShufflePartitionSpec] = {
+      val in = side.pick(l, r)
+      parts.flatMap(p => pieces(in, p, in.bytesOf(p, keys, side), Int.MaxValue)
+        .getOrElse(Seq(in.whole(p))))
+    }
+    val lightBytes = JoinSide.both.map { side =>
+      val in = side.pick(l, r)
+      parts.map(in.partitionBytes).sum - keys.map(_.bytesOn(side, in)).sum
+    }.sum
+    RemainderLayout(parts, specs(LeftSide), specs(RightSide),
+      math.max(1, math.ceil(lightBytes / target).toInt))
+  }
+}

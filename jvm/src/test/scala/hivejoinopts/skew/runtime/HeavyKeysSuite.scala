@@ -1,0 +1,92 @@
+package hivejoinopts.skew.runtime
+
+import org.apache.spark.sql.catalyst.expressions.{AttributeReference, BoundReference, EqualTo, Literal}
+import org.apache.spark.sql.catalyst.plans.Inner
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{DoubleType, LongType}
+
+import hivejoinopts.plan.LeftSide
+
+/** Heavy keys from the counts of completed stages, and the predicates and partitions of key tuples. */
+class HeavyKeysSuite extends CompletedJoinStages {
+
+  private val q = "SELECT big.k, big.v, small.w FROM big JOIN small ON big.k = small.k"
+
+  private def find(c: Completed, slots: Int, minBytes: Long = 0L): Found = {
+    val keys = SplitKeys.of(c.join, c.l, c.r).toOption.get
+    HeavyKeys.find(keys, keys.shape(c.join, rowsAreFixed = true), c.l, c.r,
+      StageLoad(c.l, c.r, slots, 1.0), minBytes, maxKeys = 16, nullKeys = true)
+  }
+
+  test("key 7, half of big's rows, heavy on 64 slots: its partition, map tasks and exact split") {
+    val c = completed(q)
+    val found = find(c, slots = 64)
+    assert(found.keys.size == 1, found)
+    val (key, mode) = found.keys.head
+    assert(key.values == Seq(7L) && key.partition == partitionOfSeven(c.l))
+    assert(key.leftRows > 1000 && key.leftShare > 0.5 && key.rightRows == 0)
+    // big was read by several map tasks, each of which wrote key 7.
+    assert(key.leftTasks >= 2 && key.leftTasks <= c.l.stage.mapStats.get.bytesByPartitionId.length * 100)
+    assert(mode == SplitMode.Spread(LeftSide, Inner))
+    assert(found.nullSide.isEmpty && found.inexact.isEmpty)
+  }
+
+  test("no key heavy on one slot, nor under minKeyBytes: the reason names the numbers") {
+    val c = completed(q)
+    val onOne = find(c, slots = 1)
+    assert(onOne.keys.isEmpty && onOne.none(c.l.keys).contains("no key holds the stage back"))
+    val tooSmall = find(c, slots = 64, minBytes = 1L << 40)
+    assert(tooSmall.keys.isEmpty && tooSmall.none(c.l.keys).contains("skewJoin.runtime.minKeyBytes"))
+  }
+
+  test("the partition of a key tuple is the shuffle's: key 7's rows are all in it") {
+    val c = completed(q)
+    val p = partitionOfSeven(c.l)
+    val isSeven = EqualTo(c.l.keys.head, Literal(7L))
+    assert(rowsOf(c.l.readOf(Seq(c.l.whole(p)), isSeven)) == 1501)
+    assert((0 until 8).filter(_ != p).forall(o => rowsOf(c.l.readOf(Seq(c.l.whole(o)), isSeven)) == 0))
+    // A NULL hashes as Spark's shuffle hashes it, whatever the key's nullability says.
+    val notNull = AttributeReference("k", LongType, nullable = false)()
+    assert(HeavyKeys.partitionOf(Seq(null), Seq(notNull), 8) ==
+      HeavyKeys.partitionOf(Seq(null), Seq(notNull.withNullability(true)), 8))
+  }
+
+  test("key predicates: never true for NULL, several columns, values compared as the join does") {
+    val k = BoundReference(0, LongType, nullable = true)
+    val d = BoundReference(1, DoubleType, nullable = true)
+    val oneOf = HeavyKeys.isOneOf(Seq(k, d), Seq(Seq[Any](7L, 1.5), Seq[Any](8L, Double.NaN)))
+    def eval(kv: Any, dv: Any) = oneOf.eval(org.apache.spark.sql.catalyst.InternalRow(kv, dv))
+    assert(eval(7L, 1.5) == true && eval(8L, Double.NaN) == true && eval(7L, 2.0) == false)
+    assert(eval(null, 1.5) == false && eval(7L, null) == false)
+    assert(HeavyKeys.isOneOf(Seq(k), Nil) == Literal.FalseLiteral)
+    assert(HeavyKeys.comparable(Seq(Double.NaN, Array[Byte](1, 2))) ==
+      HeavyKeys.comparable(Seq(Double.NaN, Array[Byte](1, 2))))
+    assert(HeavyKeys.describe(Seq[Any](7L, 1.5), Seq(k, d)) == "(7L, 1.5D)")
+  }
+
+  test("a key written by one map task is left alone: no split by map task can spread it") {
+    val dir = java.nio.file.Files.createTempDirectory("one-task").toString
+    spark.range(0, 1200).selectExpr("7L AS k", "id AS v").coalesce(1).write.parquet(s"$dir/heavy")
+    spark.range(0, 2000).selectExpr("id % 500 + 8 AS k", "id AS v").repartition(6)
+      .write.parquet(s"$dir/light")
+    spark.read.parquet(s"$dir/heavy").union(spark.read.parquet(s"$dir/light"))
+      .createOrReplaceTempView("one_task")
+    val c = completed("SELECT o.k, o.v, small.w FROM one_task o JOIN small ON o.k = small.k",
+      SQLConf.FILES_MAX_PARTITION_BYTES.key -> "128m")
+    val found = find(c, slots = 64)
+    assert(found.keys.isEmpty, found.keys)
+    assert(found.inexact.map(_._1.values) == Seq(Seq(7L)))
+    assert(found.inexact.head._1.leftTasks == 1)
+    assert(found.none(c.l.keys).contains("one map task wrote it on the left side"))
+  }
+
+  test("NULL keys: the preserved side's, split only where they were counted and hold back") {
+    val left = completed("SELECT big.k, big.v, small.w FROM big LEFT JOIN small ON big.k = small.k")
+    val found = find(left, slots = 64)
+    assert(found.nullSide.contains(LeftSide), found)
+    assert(found.numbers.toMap.get("nullKeyRows(left)").exists(_.toString.toLong >= 300))
+    // On the inner join, Spark drops NULL keys before the shuffle: none are counted.
+    val inner = find(completed(q), slots = 64)
+    assert(inner.nullSide.isEmpty && !inner.numbers.toMap.contains("nullKeyRows(left)"))
+  }
+}
