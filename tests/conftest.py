@@ -13,6 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Every Spark a test starts, in this process or another, reads tests/spark-conf: generated code
+# that does not compile fails the test (spark.sql.codegen.fallback=false), as in Spark's suites.
+os.environ["SPARK_CONF_DIR"] = str(ROOT / "tests" / "spark-conf")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 

@@ -180,6 +180,20 @@ def test_a_session_built_by_configure_runs_the_extension(spark):
     assert {"resolution:ResolveSkewHint", "preCBO:SkewJoinSplit"} <= injected
 
 
+def test_every_test_session_fails_on_generated_code_that_does_not_compile(spark):
+    """As in Spark's own suites: this session, and one a test starts in another process, do not
+    fall back to running row by row when generated code fails to compile."""
+    assert spark.conf.get("spark.sql.codegen.fallback") == "false"
+    result = run_python(textwrap.dedent("""
+        from pyspark.sql import SparkSession
+        spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+                 .config("spark.driver.host", "127.0.0.1").getOrCreate())
+        print("FALLBACK", spark.conf.get("spark.sql.codegen.fallback"))
+    """))
+    assert result.returncode == 0, result.stderr
+    assert "FALLBACK false" in result.stdout, result.stdout
+
+
 def test_same_answer_with_the_extension_on_and_off(spark):
     spark.range(0, 1000).selectExpr("id % 50 AS k", "id AS v").createOrReplaceTempView("t1")
     spark.range(0, 100).selectExpr("id AS k", "id * 10 AS w").createOrReplaceTempView("t2")

@@ -33,6 +33,10 @@ class HiveJoinOptsExtensionSuite extends HiveJoinOptsQueryTest {
     assert(HiveJoinOpts.isActive(spark))
   }
 
+  test("the suites' sessions fail on generated code that does not compile, as Spark's do") {
+    assert(spark.conf.get(org.apache.spark.sql.internal.SQLConf.CODEGEN_FALLBACK.key) == "false")
+  }
+
   test("the JAR checks the Spark line it runs on, not the patch") {
     val running = org.apache.spark.SPARK_VERSION
     assert(BuildInfo.sparkVersion == running)

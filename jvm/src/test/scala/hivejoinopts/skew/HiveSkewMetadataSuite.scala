@@ -30,6 +30,7 @@ class HiveSkewMetadataSuite extends QueryTest with SessionConf {
       .appName("HiveSkewMetadataSuite")
       .config("spark.sql.extensions", HiveJoinOptsExtension.CLASS_NAME)
       .config(HiveJoinOptsConf.STRICT.key, "true")
+      .config(SQLConf.CODEGEN_FALLBACK.key, "false")
       .config("spark.ui.enabled", "false")
       .config("spark.driver.host", "127.0.0.1")
       .config("spark.driver.bindAddress", "127.0.0.1")

@@ -41,7 +41,8 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
     HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "64",
     HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key -> "false",
     HiveJoinOptsConf.SKEW_JOIN_RUNTIME_ENABLED.key -> "true",
-    HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MIN_KEY_BYTES.key -> "0")
+    HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MIN_KEY_BYTES.key -> "0",
+    SQLConf.WHOLESTAGE_CODEGEN_ENABLED.key -> wholeStageCodegen.toString)
 
   private def withRuntimeConf[T](extra: (String, String)*)(f: => T): T =
     withConf(runtimeConf ++ extra: _*)(f)
