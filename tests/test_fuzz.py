@@ -38,6 +38,22 @@ def test_fuzzed_queries_with_the_runtime_split_forced(spark, tmp_path, request):
     assert report.fired["SkewJoinRuntimeSplit"] >= queries // 10, report.summary()
 
 
+def test_fuzzed_queries_with_every_rule_crossed(spark, tmp_path, request):
+    """Every rule at its most eager on joins where two rewrites meet (two- and three-key joins
+    under a GROUP BY, window or join on a subset of the keys, null-safe keys, INTERSECT and
+    EXCEPT, UNION inputs, tables with column statistics, heavy keys over many files), generated
+    code that does not compile failing the query: every answer must stay Spark's, and the rules
+    must meet on the same queries."""
+    queries = max(request.config.getoption("--fuzz-queries") * 3 // 10, 30)
+    seed = request.config.getoption("--fuzz-seed")
+    report = fuzz(spark, queries, seed + 2, tmp_path, profile="crossed-rules")
+    print(report.summary())
+    assert not report.failures, report.summary()
+    assert report.together[("CoarsenJoinShuffle", "SkewJoinRuntimeSplit")] >= 1, report.summary()
+    assert report.fired["SkewJoinRuntimeSplit"] >= queries // 5, report.summary()
+    assert report.statuses["too_big"] <= queries // 10, report.summary()
+
+
 # Queries the fuzzer once found wrong (seed, query number), each kept as a regression test.
 REGRESSIONS = [
     # A merged outer join of two aggregates, joined on the NULL-padded side's key, split for skew:

@@ -56,9 +56,10 @@ def _compatible(a: str, b: str) -> bool:
 class QueryGenerator:
     """Draws queries over `world` from `rnd`."""
 
-    def __init__(self, rnd: random.Random, world: World):
+    def __init__(self, rnd: random.Random, world: World, shapes: dict[str, int] | None = None):
         self.rnd = rnd
         self.world = world
+        self.shapes = shapes or self.SHAPES
         self.key_types = {c: t for c, t in KEY_TYPES.items() if world.collated or t != "cstring"}
         self.types = {**self.key_types, **VALUE_TYPES}
         self._aliases = 0
@@ -621,6 +622,68 @@ class QueryGenerator:
         q.shape, q.tags = "small_side", q.tags + [jt]
         return q
 
+    def crossed(self) -> Query:
+        """Where two rules meet on one join: facts (or a UNION of them) joined on two or three
+        keys, some null-safe, under a GROUP BY, a window or a further join on a subset of the
+        keys (CoarsenJoinShuffle shuffles the join on that subset, the run-time split then
+        splits its heavy key); or INTERSECT / EXCEPT, which Spark plans as null-safe joins on
+        every column."""
+        r = self.rnd
+        if r.random() < 0.15:
+            cols = r.sample(["k", "k2", "ks", "kdt", "kdec"], r.choice([2, 3]))
+            t1, t2 = self.fact(), self.fact()
+            op = r.choice(["INTERSECT", "EXCEPT", "INTERSECT ALL", "EXCEPT ALL"])
+            sql = (f"SELECT {', '.join(cols)} FROM {t1} {op} SELECT {', '.join(cols)} FROM {t2} "
+                   f"WHERE {self.table_filter(t2)}")
+            return Query(sql, {c: self.types[c] for c in cols}, "crossed", [op])
+        key = r.choice(["k", "k", "ks", "kdt"])
+        second = ["k2"] + ([r.choice([c for c in ("ks", "kdec", "kdt") if c != key])]
+                           if r.random() < 0.3 else [])
+
+        def side() -> Relation:
+            if r.random() < 0.2:
+                a = self.alias()
+                t1, t2 = self.fact(), self.fact()
+                cols = [key, "k2"] + [c for c in second if c != "k2"] + ["v", "x"]
+                return Relation(a, f"(SELECT {', '.join(cols)} FROM {t1} UNION ALL SELECT "
+                                   f"{', '.join(cols)} FROM {t2}) {a}",
+                                {c: self.types[c] for c in cols})
+            return self.table_relation(r.choice(["fm", "fm", "ft", "f2", "fs", "f1"]))
+
+        a, b = side(), side()
+        jt = r.choice(JOIN_TYPES)
+        ops = ["<=>" if r.random() < 0.15 else "=" for _ in range(1 + len(second))]
+        on = " AND ".join(f"{a.col(c)} {op} {b.col(c)}" for c, op in zip([key] + second, ops))
+        if r.random() < 0.1:
+            on += f" AND {a.col('x')} {r.choice(['<', '>', '<>'])} {b.col('x')}"
+        text = f"{a.sql} {jt} JOIN {b.sql} ON {on}"
+        rels = [a] if jt in KEEPS_LEFT_ONLY else [a, b]
+        grouped = r.choice(rels)
+        pick = r.random()
+        if pick < 0.55:
+            aggs = self.aggregates(grouped.columns, r.randint(1, 2), qualifier=grouped.alias)
+            items = [f"{grouped.col(key)} AS g0"] + [f"{e} AS a{i}" for i, (e, _) in enumerate(aggs)]
+            cols = {"g0": self.types[key], **{f"a{i}": t for i, (_, t) in enumerate(aggs)}}
+            sql = (f"SELECT {', '.join(items)} FROM {text}{self.where_above(rels)} "
+                   f"GROUP BY {grouped.col(key)}")
+            return Query(sql, cols, "crossed", [jt, "group"])
+        if pick < 0.75:
+            nums = [c for c in ("v", "x") if c in grouped.columns]
+            num = grouped.col(r.choice(nums))
+            items = [f"{grouped.col(key)} AS c0", f"{num} AS c1",
+                     f"sum({num}) OVER (PARTITION BY {grouped.col(key)}) AS p0",
+                     f"count(*) OVER (PARTITION BY {grouped.col(key)}) AS p1"]
+            cols = {"c0": self.types[key], "c1": grouped.columns[num.split('.')[1]],
+                    "p0": "bigint", "p1": "bigint"}
+            return Query(f"SELECT {', '.join(items)} FROM {text}{self.where_above(rels)}", cols,
+                         "crossed", [jt, "window"])
+        d = self.table_relation(r.choice(self.world.dimensions()))
+        jt2 = r.choice(["INNER", "LEFT OUTER", "LEFT SEMI", "LEFT ANTI"])
+        text += f" {jt2} JOIN {d.sql} ON {grouped.col(key)} = {d.col(key)}"
+        q = self.select(text, rels + ([] if jt2 in KEEPS_LEFT_ONLY else [d]))
+        q.shape, q.tags = "crossed", q.tags + [jt, jt2]
+        return q
+
     SHAPES = {
         "general": 30,
         "aggregate_join": 12,
@@ -631,10 +694,11 @@ class QueryGenerator:
         "cast_key": 6,
         "skew": 12,
         "small_side": 8,
+        "crossed": 6,
     }
 
     def query(self) -> Query:
-        shape = self.rnd.choices(list(self.SHAPES), weights=list(self.SHAPES.values()))[0]
+        shape = self.rnd.choices(list(self.shapes), weights=list(self.shapes.values()))[0]
         make = {
             "general": self.general,
             "aggregate_join": self.aggregate_joined_with_its_table,
@@ -645,6 +709,7 @@ class QueryGenerator:
             "cast_key": self.cast_key_join_grouped,
             "skew": self.skewed_join,
             "small_side": self.fact_with_small_side,
+            "crossed": self.crossed,
         }[shape]
         q = make()
         if shape != "repeated_in":

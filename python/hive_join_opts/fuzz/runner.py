@@ -29,6 +29,8 @@ PREFIX = "spark.sql.hiveJoinOpts."
 FIXED_SETTINGS = {
     PREFIX + "strict": "true",
     "spark.sql.planChangeValidation": "true",
+    # Generated code that does not compile fails the query, as in Spark's own tests.
+    "spark.sql.codegen.fallback": "false",
     PREFIX + "skewJoin.detection.enabled": "true",
     PREFIX + "skewJoin.detection.minInputBytes": "0",
     PREFIX + "skewJoin.detection.minKeyRows": "5",
@@ -55,20 +57,39 @@ def draw_settings(rnd: random.Random) -> dict[str, str]:
     }
 
 
+# The run-time skew split wherever a key is heavier than a slot's even share: adaptive execution
+# on, small scan splits so that several map tasks write each key.
+_RUNTIME_SPLIT = {
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.files.maxPartitionBytes": "4096",
+    "spark.sql.files.openCostInBytes": "0",
+    PREFIX + "skewJoin.runtime.minKeyBytes": "0",
+    PREFIX + "skewJoin.runtime.skewFactor": "1",
+}
+
 # Settings a profile forces on every query, over the drawn ones.
 PROFILES: dict[str, dict[str, str]] = {
     "default": {},
     # The run-time skew split wherever a key is heavier than a slot's even share: adaptive
     # execution on, small scan splits so that several map tasks write each key, and no
     # planning-time split to take the keys first.
-    "runtime-split": {
-        "spark.sql.adaptive.enabled": "true",
-        "spark.sql.files.maxPartitionBytes": "4096",
-        "spark.sql.files.openCostInBytes": "0",
-        PREFIX + "skewJoin.detection.enabled": "false",
-        PREFIX + "skewJoin.runtime.minKeyBytes": "0",
-        PREFIX + "skewJoin.runtime.skewFactor": "1",
+    # No planning-time split to take the keys first.
+    "runtime-split": {**_RUNTIME_SPLIT, PREFIX + "skewJoin.detection.enabled": "false"},
+    # Every rule at its most eager on the same joins: CoarsenJoinShuffle on any number of
+    # distinct keys, the run-time split forced, map-join pruning on any layout; the queries
+    # mostly those where two rules meet (QueryGenerator.crossed).
+    "crossed-rules": {
+        **_RUNTIME_SPLIT,
+        "spark.sql.autoBroadcastJoinThreshold": "-1",
+        PREFIX + "correlation.coarsenJoinShuffle.minDistinctKeys": "0",
+        PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap": "1",
+        PREFIX + "mapJoinPruning.bigSide.minSkippedRowShare": "0",
     },
+}
+
+# The shapes a profile draws instead of the generator's usual mix (QueryGenerator.SHAPES).
+PROFILE_SHAPES: dict[str, dict[str, int]] = {
+    "crossed-rules": {"crossed": 60, "coarsen": 15, "skew": 10, "subquery": 5, "general": 10},
 }
 
 
@@ -109,6 +130,8 @@ class Report:
     invalid: list[Case]
     # Compared answers without rows: they test only that no row appears from nowhere.
     empty: int = 0
+    # Queries in which both rules of a pair fired: where two rewrites met.
+    together: Counter = field(default_factory=Counter)
 
     def never_fired(self) -> list[str]:
         return [r for r in self.rules if self.fired[r] == 0]
@@ -121,6 +144,9 @@ class Report:
         for rule in self.rules:
             lines.append(f"  {rule.ljust(width)}  {self.fired[rule]}")
         lines.append("shapes drawn: " + ", ".join(f"{s} {n}" for s, n in sorted(self.shapes.items())))
+        if self.together:
+            lines.append("queries in which two rules fired: " + ", ".join(
+                f"{a} + {b} {n}" for (a, b), n in self.together.most_common(8)))
         lines.append(f"{self.empty} of the {self.statuses['same']} equal answers were empty")
         if self.invalid:
             lines.append(f"{len(self.invalid)} queries failed with the extension off too "
@@ -136,6 +162,7 @@ class Report:
             "statuses": dict(self.statuses), "fired": {r: self.fired[r] for r in self.rules},
             "shapes": dict(self.shapes), "failures": [asdict(c) for c in self.failures],
             "invalid": [asdict(c) for c in self.invalid], "empty": self.empty,
+            "together": {f"{a} + {b}": n for (a, b), n in self.together.items()},
         }, indent=2)
 
 
@@ -154,6 +181,11 @@ def expected_rules(spark) -> list[str]:
         if hook not in _HOOKS_WITHOUT_DECISIONS and name not in names:
             names.append(name)
     return names
+
+
+# Rules that only count or mark, which fire beside every rewrite they serve: no pair with them
+# says two rewrites met.
+_COUNTING = ("CountShuffledJoinKeys",)
 
 
 # Answers with more rows are not compared: a join of two heavy keys can return millions of rows,
@@ -221,7 +253,7 @@ def fuzz(
                + [PREFIX + "enabled"])
     saved = {k: spark.conf.get(k, None) for k in touched}
     rules = expected_rules(spark)
-    statuses, fired, shapes = Counter(), Counter(), Counter()
+    statuses, fired, shapes, together = Counter(), Counter(), Counter(), Counter()
     failures, invalid, empty = [], [], 0
     indices = [only] if only is not None else list(range(queries))
     start = time.monotonic()
@@ -237,7 +269,7 @@ def fuzz(
                                     world_seed)
                 world_index = w
             rnd = random.Random(f"{seed}:query:{i}")
-            q = QueryGenerator(rnd, world).query()
+            q = QueryGenerator(rnd, world, PROFILE_SHAPES.get(profile)).query()
             case = Case(i, seed, world.seed, {**draw_settings(rnd), **forced}, q.sql, q.shape,
                         tables=world.describe())
             run_case(spark, case)
@@ -245,6 +277,8 @@ def fuzz(
             empty += case.status == "same" and case.rows == 0
             shapes[case.shape] += 1
             fired.update(case.fired)
+            together.update((a, b) for i, a in enumerate(case.fired) for b in case.fired[i + 1:]
+                            if a not in _COUNTING and b not in _COUNTING)
             if case.status in ("differ", "failed"):
                 failures.append(case)
                 progress("FAILED " + case.reproduction())
@@ -262,4 +296,4 @@ def fuzz(
             else:
                 spark.conf.set(key, value)
     return Report(seed, len(indices), time.monotonic() - start, statuses, fired, shapes, rules,
-                  failures, invalid, empty)
+                  failures, invalid, empty, together)

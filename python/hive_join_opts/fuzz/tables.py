@@ -18,7 +18,9 @@ different tables match, plus a second key, values and filters.
 | d, s | double, string | values with NaN, -0.0 and '' |
 
 NULL keys are NULL in every key column of the row. `b` is drawn per table from a distribution
-that names what it tests: one heavy hitter, a Zipf-like tail, mostly NULL, or uniform.
+that names what it tests: one heavy hitter, a Zipf-like tail, mostly NULL, or uniform. In `fm`
+the heavy key's rows have `k2` 0 or 1 only, so that another table's rows of that key with `k2`
+2 or 3 match none of them: a join on `(k, k2)` where a row of the heavy key may match nothing.
 """
 
 from __future__ import annotations
@@ -56,9 +58,11 @@ class Table:
     rows: int
     distribution: str
     domain: int
-    layout: str  # clustered | scattered | orc | partitioned | catalog
+    layout: str  # clustered | scattered | many_files | orc | partitioned | catalog | statistics
     heavy: int | None
     note: str
+    # The values k2 takes in the heavy key's rows (None: any of 0 to 3, or NULL).
+    heavy_k2: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -102,7 +106,7 @@ def _draw_b(rnd: random.Random, distribution: str, domain: int, heavy: int | Non
     return None if u < 0.05 else rnd.randrange(domain)
 
 
-def _row(rnd: random.Random, b: int | None, i: int):
+def _row(rnd: random.Random, b: int | None, i: int, t: "Table | None" = None):
     import datetime
     from decimal import Decimal
 
@@ -120,6 +124,8 @@ def _row(rnd: random.Random, b: int | None, i: int):
         keys = [b, b, kd, ks, Decimal(b) / 4, datetime.date(2000, 1, 1) + datetime.timedelta(days=b),
                 kc]
     k2 = None if rnd.random() < 0.08 else rnd.randrange(4)
+    if t is not None and t.heavy_k2 is not None and b is not None and b == t.heavy:
+        k2 = rnd.choice(t.heavy_k2)
     d_pick = rnd.random()
     d = float("nan") if d_pick < 0.03 else (-0.0 if d_pick < 0.06 else round(rnd.uniform(-50, 50), 2))
     s = "" if rnd.random() < 0.05 else rnd.choice(["a", "b", "c", "\u00fc", "A"])
@@ -128,11 +134,12 @@ def _row(rnd: random.Random, b: int | None, i: int):
 
 def _plan(rnd: random.Random) -> list[Table]:
     """Which tables this world has: facts in every layout, dimensions, an empty table."""
-    def fact(name, layout, note, rows=None, distribution=None, domain=None):
+    def fact(name, layout, note, rows=None, distribution=None, domain=None, heavy_k2=None):
         dist = distribution or rnd.choice(DISTRIBUTIONS)
         dom = domain or rnd.choice([12, 40, 300])
         heavy = rnd.randrange(dom) if dist == "heavy" else None
-        return Table(name, rows or rnd.choice([1000, 2000]), dist, dom, layout, heavy, note)
+        return Table(name, rows or rnd.choice([1000, 2000]), dist, dom, layout, heavy, note,
+                     heavy_k2)
 
     def dim(name, rows, note, distribution="uniform"):
         return Table(name, rows, distribution, rnd.choice([12, 40]), "scattered", None, note)
@@ -144,6 +151,11 @@ def _plan(rnd: random.Random) -> list[Table]:
         fact("fp", "partitioned", "Parquet partitioned by k", domain=12),
         fact("fs", "catalog", "a catalog table declaring its heavy key in table properties",
              distribution="heavy"),
+        fact("fm", "many_files", "Parquet in no order, 8 files: each key written by many map "
+             "tasks; the heavy key's rows have k2 0 or 1 only", distribution="heavy",
+             heavy_k2=(0, 1)),
+        fact("ft", "statistics", "a catalog table with column statistics",
+             distribution=rnd.choice(["heavy", "zipf"])),
         dim("d1", rnd.choice([30, 80]), "a small dimension"),
         dim("d2", rnd.choice([60, 200]), "a small table with duplicate and NULL keys",
             distribution=rnd.choice(["zipf", "null_heavy"])),
@@ -159,7 +171,8 @@ def build_world(spark, rnd: random.Random, folder: Path, seed: str) -> World:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for t in world.tables:
-        rows = [_row(rnd, _draw_b(rnd, t.distribution, t.domain, t.heavy), i) for i in range(t.rows)]
+        rows = [_row(rnd, _draw_b(rnd, t.distribution, t.domain, t.heavy), i, t)
+                for i in range(t.rows)]
         df = spark.createDataFrame(rows, SCHEMA)
         if collated and t.layout != "orc":
             df = df.selectExpr(*[c if c != "kc" else "CAST(kc AS STRING COLLATE UTF8_LCASE) AS kc"
@@ -178,6 +191,8 @@ def _write(spark, df, t: Table, path: Path, collated: bool) -> None:
          .option("orc.row.index.stride", 1000).orc(str(path)))
     elif t.layout == "partitioned":
         df.repartition(2).write.partitionBy("k").parquet(str(path))
+    elif t.layout == "many_files":
+        df.repartition(8).write.parquet(str(path))
     else:
         df.repartition(1 if t.rows < 1000 else 3).write.parquet(str(path))
     fmt = "orc" if t.layout == "orc" else "parquet"
@@ -185,6 +200,10 @@ def _write(spark, df, t: Table, path: Path, collated: bool) -> None:
         spark.sql(f"DROP TABLE IF EXISTS {t.name}")
         spark.sql(f"CREATE TABLE {t.name} USING parquet LOCATION '{path}' TBLPROPERTIES ("
                   f"'hiveJoinOpts.skewedColumns' = 'k', 'hiveJoinOpts.skewedValues' = '{t.heavy}')")
+    elif t.layout == "statistics":
+        spark.sql(f"DROP TABLE IF EXISTS {t.name}")
+        spark.sql(f"CREATE TABLE {t.name} USING parquet LOCATION '{path}'")
+        spark.sql(f"ANALYZE TABLE {t.name} COMPUTE STATISTICS FOR ALL COLUMNS")
     else:
         table = spark.read.format(fmt).load(str(path))
         if fmt == "orc" and collated:
