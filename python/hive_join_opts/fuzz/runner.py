@@ -65,6 +65,8 @@ _RUNTIME_SPLIT = {
     "spark.sql.files.openCostInBytes": "0",
     PREFIX + "skewJoin.runtime.minKeyBytes": "0",
     PREFIX + "skewJoin.runtime.skewFactor": "1",
+    # Every split the small tables allow, whatever its estimated time on the slots.
+    PREFIX + "skewJoin.runtime.maxTimeRatio": "100",
 }
 
 # Settings a profile forces on every query, over the drawn ones.

@@ -217,6 +217,21 @@ object HiveJoinOptsConf {
       "then its task holds the stage back.",
     V020, default = 2.0, f => f >= 1, "Must be 1 or more."))
 
+  val SKEW_JOIN_RUNTIME_TASKS_PER_SLOT: Flag[Int] = flag(Flag.int(
+    PREFIX + "skewJoin.runtime.tasksPerSlot",
+    "A split join stage's tasks are planned to read at most the stage's bytes over " +
+      "(skewJoin.taskSlots x this): the heavy keys' pieces, their partitions' other keys and the " +
+      "rest of the partitions alike, so that the slots balance.",
+    V020, default = 2, n => n >= 1 && n <= 64, "Must be between 1 and 64."))
+
+  val SKEW_JOIN_RUNTIME_MAX_TIME_RATIO: Flag[Double] = flag(Flag.double(
+    PREFIX + "skewJoin.runtime.maxTimeRatio",
+    "A split is made only where its estimated time on the stage's slots is at most this " +
+      "ratio of the time of the plan Spark would run (bytes read per task, the rows heavy keys " +
+      "produce and a fixed cost per task, the remainder's extra shuffle included). Over 1, " +
+      "splits the estimate calls slower run too (for tests).",
+    V020, default = 0.9, f => f > 0, "Must be a positive ratio."))
+
   val SKEW_JOIN_RUNTIME_MAX_TASKS: Flag[Int] = flag(Flag.int(
     PREFIX + "skewJoin.runtime.maxTasks",
     "At most this many tasks join the heavy keys of one join at run time; a split that needs " +

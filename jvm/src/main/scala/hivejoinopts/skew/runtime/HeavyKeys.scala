@@ -29,6 +29,16 @@ private[runtime] final case class HeavyKey(
 
   /** The map tasks of `side` that wrote the key. */
   def tasksOn(side: JoinSide): Int = side.pick(leftTasks, rightTasks)
+
+  /**
+   * The bytes of the rows a join of the key produces beyond one per row read, where both sides
+   * have rows of it (a pair for each left and right row), at the wider side's row width: the
+   * work of a key heavy on one side whose other side holds many rows of it too.
+   */
+  def outputBytes(l: StageInput, r: StageInput): Double = {
+    val extra = leftRows.toDouble * rightRows - math.max(leftRows, rightRows)
+    if (extra <= 0) 0.0 else extra * math.max(l.rowBytes, r.rowBytes)
+  }
 }
 
 /** Finding the heavy keys; predicates on key tuples, and the partition a tuple lands in. */

@@ -17,16 +17,18 @@ import hivejoinopts.rules.Attempt.declineIf
  * Splits a skewed shuffled join while the query runs, key by key, as Hive's run-time skew join
  * does: once both of the join's input stages have completed, the keys their map tasks wrote
  * most of ([[CountShuffledJoinKeys]]) are known, and a key whose partition would hold the stage
- * back is joined in tasks of its own. The other keys of its partition are joined by the rest,
- * which reads the partition and drops the heavy keys' rows, when it is no bigger than Spark's
- * advisory partition size; a bigger one's are shuffled again over a few tasks ([[Remainder]]), as
- * drawn below. Every other partition is joined once, as Spark planned it.
+ * back is joined in tasks of its own. The other keys of its partition are shuffled again over a
+ * few tasks ([[Remainder]]), as drawn below, so no task reads the partition whole. Every other
+ * partition is joined once, by the rest, in ranges of consecutive partitions. The whole stage's
+ * tasks are planned for its slots ([[SplitLayout]]): each reads about the stage's bytes over
+ * (`skewJoin.taskSlots` x `skewJoin.runtime.tasksPerSlot`), the heavy keys' pieces, the
+ * remainder's and the rest's alike, in place of Spark's coalescing to its advisory size.
  * {{{
  *   SortMergeJoin type [k], [k']              Union
  *   :- Sort                                   :- SortMergeJoin type [k], [k']      rest: all
  *   :  +- ShuffleQueryStage B         =>      :  :- Sort                           partitions
- *   +- Sort                                   :  :  +- ShuffleRead B (but P)       but H's, P
- *      +- ShuffleQueryStage O                 :  +- Sort
+ *   +- Sort                                   :  :  +- ShuffleRead B (but P)       but H's, P,
+ *      +- ShuffleQueryStage O                 :  +- Sort                           in ranges
  *                                             :     +- ShuffleRead O (but P)
  *                                             :- SortMergeJoin type [k], [k']      remainder:
  *                                             :  :- Sort                           P's other
@@ -68,7 +70,9 @@ import hivejoinopts.rules.Attempt.declineIf
  * `skewJoin.taskSlots` slots, or the key holds less than `skewJoin.runtime.minKeyBytes`; fewer
  * than two map tasks wrote the key (the planning-time split spreads a key its table keeps in its
  * own files); no split is exact for the join type; an operator above the join in its stage
- * relies on its partitioning and cannot be copied.
+ * relies on its partitioning and cannot be copied; the split's estimated time on the slots
+ * ([[StageCost]]: bytes read per task, the rows the heavy keys produce, a cost per task, the
+ * remainder's shuffle) is over `skewJoin.runtime.maxTimeRatio` of the plan Spark would run.
  */
 case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysicalRule {
 
@@ -124,8 +128,9 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
         "key above it reads an input of another number of partitions", numbers: _*)
       _ <- declineIf(found.nullSide.isDefined && region.follows.nonEmpty && found.keys.isEmpty)(
         "the NULL keys would go on to a further join on the key", numbers: _*)
-      layout = SplitLayout.of(j.joinType, found, region.follows.nonEmpty,
-        SKEW_JOIN_RUNTIME_MIN_KEY_BYTES(conf), conf.getConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES),
+      target = SplitLayout.targetBytes(stage.stageBytes, stage.slots,
+        SKEW_JOIN_RUNTIME_TASKS_PER_SLOT(conf), SKEW_JOIN_RUNTIME_MIN_KEY_BYTES(conf))
+      layout = SplitLayout.of(j.joinType, found, region.follows.nonEmpty, target,
         (in, p) => MapOutputSizes.forReducer(in.shuffleId, p))
       keyNumbers = numbers ++ found.keyNumbers(keyExprs)
       _ <- declineIf(layout.branches.isEmpty)("fewer than two map tasks wrote each heavy key's " +
@@ -135,9 +140,14 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
       split = SplitPlan(j, l, r, keys, layout, region)
       _ <- declineIf(!split.followable)("a further join above it compares the key with other " +
         "keys", keyNumbers: _*)
-      newRoot <- split.assemble(root).toRight(Declined("the inputs of the join and of a join " +
-        "above it are not read in the same tasks", keyNumbers))
-    } yield Rewrite(newRoot, message(layout), keyNumbers ++ layoutNumbers(layout, l, r, region))
+      payoff = Payoff(layout, found, region, stage.slots,
+        StageCost.taskBytes(SKEW_JOIN_RUNTIME_MIN_KEY_BYTES(conf)))
+      costNumbers = keyNumbers ++ payoff.numbers
+      _ <- declineIf(!payoff.pays(SKEW_JOIN_RUNTIME_MAX_TIME_RATIO(conf)))(s"the split would " +
+        f"take ${payoff.split / payoff.spark}%.2f of the time of Spark's plan on ${stage.slots} " +
+        "slots, over skewJoin.runtime.maxTimeRatio", costNumbers: _*)
+      newRoot = split.assemble(root)
+    } yield Rewrite(newRoot, message(layout), costNumbers ++ layoutNumbers(layout, l, r, region))
   }
 
   /** What the split does, in a sentence. */
@@ -146,15 +156,14 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
       layout.nullSide.map(s => s" and the NULL keys of the $s side").getOrElse("") +
       s" joined in ${layout.tasks} tasks of their own" +
       layout.remainder.map(m => s", the other keys of their partitions in ${m.tasks}").getOrElse("") +
-      (if (layout.restReadsHeavy.nonEmpty) ", the other keys of their partitions with the rest" else "") +
-      ", the rest as planned"
+      s", the rest in ${layout.rest.size}, every task planned to read about ${layout.target} bytes"
 
   /** The layout's numbers, for the decision log. */
   private def layoutNumbers(layout: SplitLayout, l: StageInput, r: StageInput, region: JoinRegion)
       : Seq[(String, Any)] =
     Seq("splitTasks" -> layout.tasks, "modes" -> layout.branches.map(_.mode).distinct.mkString("; ")) ++
       layout.remainder.toSeq.flatMap(m => Seq("remainderReads" -> m.reads, "remainderJoins" -> m.tasks)) ++
-      (if (layout.restReadsHeavy.isEmpty) Nil else Seq("heavyPartitionsReadByRest" -> layout.restReadsHeavy.size)) ++
+      Seq("restTasks" -> layout.rest.size, "targetTaskBytes" -> layout.target) ++
       Seq("rereadBytes" -> layout.rereadPartitions.map(p => l.partitionBytes(p) + r.partitionBytes(p)).sum) ++
       (if (region.top ne region.join) Seq("copiedAbove" -> region.path.init.map(_.nodeName).mkString(", "))
       else Nil)
@@ -174,4 +183,33 @@ object SkewJoinRuntimeSplit {
       SKEW_JOIN_RUNTIME_ENABLED(conf) && SKEW_JOIN_RUNTIME_COUNT_KEYS_ENABLED(conf)
 
   private[runtime] val Supported: Set[JoinType] = Set(Inner, Cross, LeftOuter, RightOuter, FullOuter, LeftSemi, LeftAnti)
+}
+
+/**
+ * Whether a split pays on the stage's slots: its estimated time ([[StageCost]]: the remainder's
+ * shuffle first, then the join stage) against that of the plan Spark would run.
+ */
+private[runtime] final case class Payoff(split: Double, remainderShuffle: Double, spark: Double,
+    splitLongest: Double, sparkLongest: Double, splitTasks: Int, sparkTasks: Int) {
+
+  def pays(maxTimeRatio: Double): Boolean = split <= maxTimeRatio * spark
+
+  /** In bytes read (a task's fixed cost counted as bytes). */
+  def numbers: Seq[(String, Any)] = Seq(
+    "estimatedTime" -> (f"split $split%.0f" + (if (remainderShuffle > 0)
+      f" (of which the remainder's shuffle $remainderShuffle%.0f)" else "") + f", Spark's plan $spark%.0f"),
+    "longestTask" -> f"split $splitLongest%.0f, Spark's plan $sparkLongest%.0f",
+    "stageTasks" -> s"split $splitTasks, Spark's plan $sparkTasks")
+}
+
+private[runtime] object Payoff {
+  def apply(layout: SplitLayout, found: Found, region: JoinRegion, slots: Int, taskBytes: Double)
+      : Payoff = {
+    val cost = StageCost(found.l, found.r, region.follows.map(_.other), found.keys.map(_._1), taskBytes)
+    val spark = cost.spark
+    val (before, stage) = cost.split(layout)
+    val shuffle = StageCost.makespan(before, slots)
+    Payoff(shuffle + StageCost.makespan(stage, slots), shuffle, StageCost.makespan(spark, slots),
+      (before ++ stage).max, spark.max, stage.size, spark.size)
+  }
 }

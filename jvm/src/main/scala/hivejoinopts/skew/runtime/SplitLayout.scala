@@ -44,13 +44,15 @@ private[runtime] final case class RemainderLayout(
 }
 
 /**
- * A split's tasks, decided from the stage's numbers alone, before any plan is built: the
- * branches, the heavy partitions the rest reads dropping the branches' rows, the remainder, and
- * the partitions the rest leaves out (those spread whole and the remainder's).
+ * A join stage's tasks planned for its slots, decided from the stage's numbers alone, before any
+ * plan is built: the branches of the heavy keys, the remainder (their partitions' other keys),
+ * and the rest: every other partition, in ranges of consecutive partitions of at most `target`
+ * bytes each (the same ranges of every input the stage reads), Spark's coalescing of them
+ * replaced by one sized for the slots.
  */
 private[runtime] final case class SplitLayout(
     branches: Seq[BranchLayout],
-    restReadsHeavy: Seq[Int],
+    rest: Seq[(Int, Int)],
     remainder: Option[RemainderLayout],
     target: Long) {
 
@@ -85,24 +87,29 @@ private[runtime] object SplitLayout {
   type MapSizes = (StageInput, Int) => Option[Array[Long]]
 
   /**
-   * The layout of a split of a join of type `joinType` on what `found` found. `followed`: a
-   * further join on the key above the join is copied into the branches (no partition is then
-   * spread whole, nor read by the rest). A heavy partition of no more than `advisoryBytes` is
-   * read whole by the rest, its branches' rows dropped there; a bigger one's other keys go to
-   * the remainder.
+   * The bytes a task of a stage of `stageBytes` on `slots` slots reads at most: a slot's share
+   * over `tasksPerSlot`, so that the slots balance (a task that runs long beside a short one
+   * leaves a slot idle less); no less than [[MinPieceBytes]], or `minKeyBytes` when lower.
+   */
+  def targetBytes(stageBytes: Long, slots: Int, tasksPerSlot: Int, minKeyBytes: Long): Long =
+    math.max(stageBytes.toDouble / (slots.toLong * tasksPerSlot),
+      math.min(MinPieceBytes, minKeyBytes.toDouble)).max(1.0).toLong
+
+  /**
+   * The layout of a split of a join of type `joinType` on what `found` found, every task of about
+   * `target` bytes. `followed`: a further join on the key above the join is copied into the
+   * branches (no partition is then spread whole). A heavy partition's other keys go to the
+   * remainder, so no task reads the partition whole.
    */
   def of(
       joinType: JoinType,
       found: Found,
       followed: Boolean,
-      minKeyBytes: Long,
-      advisoryBytes: Long,
+      target: Long,
       mapSizes: MapSizes): SplitLayout = {
     val l = found.l
     val r = found.r
     val stage = found.stage
-    val target = math.max(stage.evenBytes, math.min(MinPieceBytes, minKeyBytes.toDouble))
-      .max(1.0).toLong
     def pieces(in: StageInput, p: Int, bytes: Double, atMost: Int = Int.MaxValue) =
       mapSizes(in, p).flatMap(sizes => SplitPieces(sizes, p,
         math.min(atMost, math.ceil(bytes / target).toInt)))
@@ -129,14 +136,22 @@ private[runtime] object SplitLayout {
     val shell = SplitLayout(branches, Nil, None, target)
     val keys = shell.keys
     val parts = shell.rereadPartitions
-    val (inRest, remainderParts) =
-      if (followed) (Nil, parts)
-      else parts.partition(p => l.bytesOf(p, keys, LeftSide) + r.bytesOf(p, keys, RightSide) <= advisoryBytes)
-    val remainder = if (remainderParts.isEmpty) None
-      else Some(remainderOf(l, r, keys.filter(k => remainderParts.contains(k.partition)),
-        remainderParts, target, pieces))
-    shell.copy(restReadsHeavy = inRest, remainder = remainder)
+    val remainder = if (parts.isEmpty) None
+      else Some(remainderOf(l, r, keys, parts, target, pieces))
+    val planned = shell.copy(remainder = remainder)
+    planned.copy(rest = restRanges((0 until stage.n).filterNot(planned.restOmits), stage.bytes, target))
   }
+
+  /**
+   * `parts` (ascending) in ranges of consecutive partitions of at most `target` of `bytes`
+   * each, a partition over it alone: the rest's tasks.
+   */
+  def restRanges(parts: Seq[Int], bytes: IndexedSeq[Long], target: Long): Seq[(Int, Int)] =
+    parts.foldLeft(List.empty[(Int, Int, Long)]) {
+      case ((s, e, sum) :: done, p) if p == e && sum + bytes(p) <= target =>
+        (s, p + 1, sum + bytes(p)) :: done
+      case (done, p) => (p, p + 1, bytes(p)) :: done
+    }.reverse.map { case (s, e, _) => s -> e }
 
   private type Pieces = (StageInput, Int, Double, Int) => Option[Seq[ShufflePartitionSpec]]
 
@@ -154,7 +169,9 @@ private[runtime] object SplitLayout {
     def cut(side: JoinSide, p: Int, ks: Seq[HeavyKey]) = {
       val in = side.pick(l, r)
       val tasks = ks.map(_.tasksOn(side)).max
-      pieces(in, p, in.bytesOf(p, keys, side), if (tasks == 0) Int.MaxValue else tasks)
+      // The rows the keys will produce count as work beside the bytes read.
+      val work = in.bytesOf(p, keys, side) + ks.map(_.outputBytes(l, r)).sum
+      pieces(in, p, work, if (tasks == 0) Int.MaxValue else tasks)
     }
     // Per partition of the keys: the specs of both sides' reads, task by task.
     val perPartition = keys.groupBy(_.partition).toSeq.sortBy(_._1).flatMap { case (p, ks) =>

@@ -10,7 +10,7 @@ import hivejoinopts.plan.{JoinSide, LeftSide, RightSide}
 
 /**
  * The plan of a split laid out in a [[SplitLayout]]: the union, in place of the join's region,
- * of the rest of the join (every partition the layout leaves to it, as Spark planned it), the
+ * of the rest of the join (every partition the layout leaves to it, in its ranges), the
  * remainder, and one branch per mode, each with its copy of the region above the join.
  *
  * @param keys   the split keys the layout's heavy keys are tuples of
@@ -39,17 +39,14 @@ private[runtime] final case class SplitPlan(
   /** Whether every following join's other input can be told which rows are the heavy keys'. */
   def followable: Boolean = !followValues.exists(_._2.contains(None))
 
-  /**
-   * `root` with the region replaced by the union of its parts; None when the rest's inputs
-   * (and those of the joins above) would not stay aligned.
-   */
-  def assemble(root: SparkPlan): Option[SparkPlan] = rest.map { restPlan =>
-    val union = UnionExec(restPlan.toSeq ++ remainderPlan ++ branchPlans)
+  /** `root` with the region replaced by the union of its parts. */
+  def assemble(root: SparkPlan): SparkPlan = {
+    val union = UnionExec(rest.toSeq ++ remainderPlan ++ branchPlans)
     val top = region.top
     if (root eq top) union else root.transformUp { case n if n eq top => union }
   }
 
-  /** What the rest and the remainder keep of `in`: rows the branches do not read. */
+  /** What the remainder keeps of `in`: rows the branches do not read. */
   private def kept(in: StageInput, side: JoinSide): Expression = {
     val notHeavy = Not(HeavyKeys.isOneOf(keys.of(j, side), heavy.map(_.values)))
     if (layout.nullSide.contains(side)) And(notHeavy, Not(HeavyKeys.anyNull(in.keys))) else notHeavy
@@ -61,26 +58,15 @@ private[runtime] final case class SplitPlan(
     Not(HeavyKeys.isOneOf(f.other.keys, otherValues(f.join)))
 
   /**
-   * The join of every partition the layout leaves to the rest, with the region above it, as
-   * Spark planned it, its inputs' rows filtered by [[kept]] when it reads partitions of heavy
-   * keys: Some(None) when no partition is left, None when its inputs would not stay aligned.
+   * The join of the partitions the layout leaves to the rest, in its ranges, with the region
+   * above it as Spark planned it; every input of the region (the join's, and those of a join
+   * above it) read in the same ranges, so that they stay aligned.
    */
-  private lazy val rest: Option[Option[SparkPlan]] = {
-    val omits = layout.restOmits
-    val keep = layout.restReadsHeavy.nonEmpty
-    val joined = Seq[JoinSide](LeftSide, RightSide).map { side =>
-      val in = side.pick(l, r)
-      in.without(omits, if (keep) Some(kept(in, side)) else None)
-    }
-    val reads = joined ++ region.follows.map(_.other.without(omits))
-    if (reads.forall(_.isEmpty)) Some(None)
-    else if (reads.exists(_.isEmpty)) None
-    else Some(Some {
-      val restJoin = j.withNewChildren(reads.take(2).flatten)
-      restJoin.setTagValue(Rest, ())
-      val others = region.follows.zip(reads.drop(2).flatten)
-      region.copyWith(restJoin, (f, child) => f.withInputs(child, others.find(_._1 eq f).get._2))
-    })
+  private def rest: Option[SparkPlan] = if (layout.rest.isEmpty) None else {
+    val restJoin = j.withNewChildren(Seq(l, r).map(in => in.sortedRead(in.ranges(layout.rest))))
+    restJoin.setTagValue(Rest, ())
+    Some(region.copyWith(restJoin, (f, child) =>
+      f.withInputs(child, f.other.sortedRead(f.other.ranges(layout.rest)))))
   }
 
   private def remainderPlan: Option[SparkPlan] = layout.remainder.map { layout =>

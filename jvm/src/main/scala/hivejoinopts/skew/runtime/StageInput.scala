@@ -36,6 +36,9 @@ private[runtime] final case class StageInput(
 
   def partitionBytes(p: Int): Long = bytesByPartition(p)
 
+  /** The bytes of a row, as the counted rows tell (0 when they were not counted). */
+  def rowBytes: Double = counts.filter(_.rows > 0).map(totalBytes.toDouble / _.rows).getOrElse(0.0)
+
   /**
    * Partition `p`'s bytes on this input, `side` of the join, or the estimate of the heavy `keys`
    * it holds where map statuses report blocks at their average size.
@@ -50,28 +53,18 @@ private[runtime] final case class StageInput(
   /** All of reducer partition `p`, for one task. */
   def whole(p: Int): CoalescedPartitionSpec = CoalescedPartitionSpec(p, p + 1, partitionBytes(p))
 
-  /** The reducer partitions each task of the join's read reads, in order. */
-  private def specs: Seq[CoalescedPartitionSpec] = read match {
+  /** The reducer partitions each task of the join's read reads, in order, as Spark planned it. */
+  def tasks: Seq[CoalescedPartitionSpec] = read match {
     case r: AQEShuffleReadExec => r.partitionSpecs.map(_.asInstanceOf[CoalescedPartitionSpec])
     case _ => (0 until numPartitions).map(whole)
   }
 
-  /**
-   * The input read and sorted as before but for reducer partitions `parts`, its rows filtered
-   * by `keep` if given, or None when it would read no partition. Inputs coalesced alike stay
-   * aligned: each task reads the same partitions of both.
-   */
-  def without(parts: Set[Int], keep: Option[Expression] = None): Option[SparkPlan] = {
-    val kept = specs.flatMap { c =>
-      val ids = (c.startReducerIndex until c.endReducerIndex).filterNot(parts)
-      // Runs of consecutive partitions: one task each, as they were coalesced.
-      ids.foldLeft(List.empty[(Int, Int)]) {
-        case ((s, e) :: done, p) if p == e => (s, p + 1) :: done
-        case (done, p) => (p, p + 1) :: done
-      }.reverse.map { case (s, e) => CoalescedPartitionSpec(s, e, (s until e).map(partitionBytes).sum) }
-    }
-    if (kept.isEmpty) None else Some(sortedRead(kept, keep))
-  }
+  /** The bytes of reducer partitions [start, end). */
+  def bytesIn(start: Int, end: Int): Long = (start until end).map(partitionBytes).sum
+
+  /** One task for each range [start, end) of reducer partitions. */
+  def ranges(ranges: Seq[(Int, Int)]): Seq[CoalescedPartitionSpec] =
+    ranges.map { case (s, e) => CoalescedPartitionSpec(s, e, bytesIn(s, e)) }
 
   /**
    * The stage read one task for each of `specs`, its rows filtered by `keep` if given, and

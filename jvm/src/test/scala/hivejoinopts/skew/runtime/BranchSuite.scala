@@ -18,7 +18,8 @@ class BranchSuite extends CompletedJoinStages {
     val p = partitionOfSeven(c.l)
     val key = HeavyKey(Seq(7L), p, 1501, 2, 0.5, 0.001, keyTasks, keyTasks)
     val f = Found(Seq(key -> mode), Nil, None, c.l, c.r, StageLoad(c.l, c.r, 64, 1.0), 0L)
-    val layout = SplitLayout.of(c.join.joinType, f, followed = true, 0L, 1L << 30,
+    val layout = SplitLayout.of(c.join.joinType, f, followed = true,
+      SplitLayout.targetBytes(f.stage.stageBytes, 64, 2, 0L),
       (in, r) => MapOutputSizes.forReducer(in.shuffleId, r))
     val b = layout.branches.head
     (c, b, Branch.plan(b, c.join, c.l, c.r, keys))

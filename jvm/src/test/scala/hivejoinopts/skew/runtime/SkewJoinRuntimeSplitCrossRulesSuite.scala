@@ -26,6 +26,8 @@ class SkewJoinRuntimeSplitCrossRulesSuite extends SkewJoinTestBase {
     HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "64",
     HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key -> "false",
     HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MIN_KEY_BYTES.key -> "0",
+    // Every split these small tables allow, whatever its estimated time.
+    HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MAX_TIME_RATIO.key -> "100",
     HiveJoinOptsConf.SKEW_JOIN_RUNTIME_SKEW_FACTOR.key -> "1",
     HiveJoinOptsConf.CORRELATION_COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "0")
 

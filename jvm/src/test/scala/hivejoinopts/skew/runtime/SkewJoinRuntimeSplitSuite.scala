@@ -42,17 +42,19 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
     HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key -> "false",
     HiveJoinOptsConf.SKEW_JOIN_RUNTIME_ENABLED.key -> "true",
     HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MIN_KEY_BYTES.key -> "0",
+    // Every split these small tables allow, whatever its estimated time.
+    HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MAX_TIME_RATIO.key -> "100",
     SQLConf.WHOLESTAGE_CODEGEN_ENABLED.key -> wholeStageCodegen.toString)
 
   private def withRuntimeConf[T](extra: (String, String)*)(f: => T): T =
     withConf(runtimeConf ++ extra: _*)(f)
 
-  /** The heavy partitions within Spark's default advisory partition size: the rest reads them. */
-  private val inRest = SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES.key -> "64m"
+  /** Spark's coalescing on (its default advisory size): the split plans the stage instead. */
+  private val coalesced = SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES.key -> "64m"
 
-  /** The two homes of a heavy partition's other keys, by the setting that picks each. */
+  /** Spark's plans the split replaces, as it coalesces the join's partitions or does not. */
   private val forms: Seq[(String, Seq[(String, String)])] =
-    Seq("the remainder" -> Nil, "the rest" -> Seq(inRest))
+    Seq("partitions read one by one" -> Nil, "partitions Spark coalesced" -> Seq(coalesced))
 
   override def beforeAll(): Unit = {
     super.beforeAll()
@@ -104,14 +106,13 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
   }.flatten.toSet
 
   /**
-   * Where `split` joined its heavy partitions' other keys: in the rest, or in the remainder,
-   * as `inRest` says, or neither where it spread each heavy partition whole.
+   * Where `split` joined its heavy partitions' other keys: in the remainder, or nowhere else
+   * where it spread each heavy partition whole; never in the rest.
    */
-  private def assertOtherKeysIn(split: Decision, inRest: Boolean): Unit = {
+  private def assertOtherKeysInTheRemainder(split: Decision): Unit = {
     val numbers = split.numbers.toMap
     val spreadWhole = number(split, "rereadBytes") == "0"
-    assert(numbers.contains("heavyPartitionsReadByRest") == (!spreadWhole && inRest), split)
-    assert(numbers.contains("remainderJoins") == (!spreadWhole && !inRest), split)
+    assert(numbers.contains("remainderJoins") == !spreadWhole, split)
   }
 
   /** Both orders of each join type, the heavy table on either side. */
@@ -123,8 +124,8 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
 
   for ((joinType, on) <- joins; bigFirst <- Seq(true, false); (home, conf) <- forms) {
     val (a, b) = if (bigFirst) ("big", "small") else ("small", "big")
-    test(s"$a $joinType JOIN $b: same rows, the heavy key split at run time, " +
-        s"other keys (unless spread whole) in $home") {
+    test(s"$a $joinType JOIN $b, $home: same rows, the heavy key split at run time, " +
+        "other keys (unless spread whole) in the remainder") {
       withRuntimeConf(conf: _*) {
         val q = s"SELECT big.k, big.v, small.k AS sk, small.w FROM $a $joinType JOIN $b ON $on"
         checkSameAnswer(sql(q))
@@ -132,21 +133,21 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
         assert(split.size == 1, runtimeDecisions(sql(q)).mkString("\n"))
         assert(number(split.head, "keys").startsWith("7L "), split.head.numbers)
         assert(unions(executedPlan(sql(q))).size == 1)
-        assertOtherKeysIn(split.head, conf.contains(inRest))
+        assertOtherKeysInTheRemainder(split.head)
       }
     }
   }
 
   for (joinType <- Seq("LEFT SEMI", "LEFT ANTI"); bigFirst <- Seq(true, false); (home, conf) <- forms) {
     val (a, b) = if (bigFirst) ("big", "small") else ("small", "big")
-    test(s"$a $joinType JOIN $b: same rows, the heavy key split at run time, " +
-        s"other keys (unless spread whole) in $home") {
+    test(s"$a $joinType JOIN $b, $home: same rows, the heavy key split at run time, " +
+        "other keys (unless spread whole) in the remainder") {
       withRuntimeConf(conf: _*) {
         val q = s"SELECT * FROM $a $joinType JOIN $b ON $a.k = $b.k"
         checkSameAnswer(sql(q))
         val split = splitFired(sql(q))
         assert(split.size == 1, runtimeDecisions(sql(q)).mkString("\n"))
-        assertOtherKeysIn(split.head, conf.contains(inRest))
+        assertOtherKeysInTheRemainder(split.head)
       }
     }
   }
@@ -457,31 +458,45 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
     }
   }
 
-  test("a heavy partition within the advisory size: the rest reads it, the key's rows dropped") {
-    withRuntimeConf(inRest) {
+  test("the whole stage planned for the slots: the rest in ranges of at most the target, in " +
+      "place of Spark's coalescing, no task reading a heavy partition whole") {
+    withRuntimeConf(coalesced) {
       for (q <- Seq(
           "SELECT big.k, big.v, small.w FROM big FULL OUTER JOIN small ON big.k = small.k",
           "SELECT small.k, count(*), sum(big.v) FROM small LEFT OUTER JOIN big " +
             "ON big.k = small.k GROUP BY small.k")) {
         checkSameAnswer(sql(q))
         val decision = splitFired(sql(q)).head
-        // Key 7's partition, and in the full outer join big's NULL keys' partition.
-        assert(number(decision, "heavyPartitionsReadByRest").toInt >= 1, decision)
-        assert(!decision.numbers.toMap.contains("remainderJoins"), decision)
+        val target = number(decision, "targetTaskBytes").toLong
+        assert(number(decision, "restTasks").toInt >= 1 && decision.numbers.toMap.contains(
+          "remainderJoins"), decision)
+        assert(decision.numbers.toMap.contains("estimatedTime"), decision)
         val union = unions(executedPlan(sql(q))).head
-        val rest +: heavy = union.children
-        // The rest reads the heavy partition, and drops the key's rows as it reads; nothing in
-        // it is shuffled again.
-        assert(partitionsRead(heavy.head).subsetOf(partitionsRead(rest)), union.treeString)
-        val filtered = rest.collect {
-          case f: org.apache.spark.sql.execution.FilterExec if (f.child match {
-            case i: org.apache.spark.sql.execution.InputAdapter => i.child
-            case c => c
-          }).isInstanceOf[AQEShuffleReadExec] => f
-        }
-        assert(filtered.size == 2, rest.treeString)
-        assert(rest.collect { case e: ShuffleExchangeExec => e }.isEmpty, rest.treeString)
+        val rest = union.children.head
+        val heavyPartitions = union.children.tail.flatMap(partitionsRead).toSet
+        // The rest: no heavy partition; each task a range of partitions of at most the target
+        // bytes, or a single partition.
+        assert(partitionsRead(rest).intersect(heavyPartitions).isEmpty, union.treeString)
+        val restReads = collect(rest) { case r: AQEShuffleReadExec => r }
+        assert(restReads.size == 2 && restReads.forall(_.partitionSpecs.forall {
+          case c: CoalescedPartitionSpec =>
+            c.endReducerIndex - c.startReducerIndex == 1 || c.dataSize.forall(_ <= target)
+          case _ => false
+        }), restReads)
       }
+    }
+  }
+
+  test("stays away where its estimated time on the slots is not short enough of Spark's plan's") {
+    withRuntimeConf(HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MAX_TIME_RATIO.key -> "0.01") {
+      val q = "SELECT big.k, big.v, small.w FROM big JOIN small ON big.k = small.k"
+      checkSameAnswer(sql(q))
+      val decisions = runtimeDecisions(sql(q))
+      assert(decisions.nonEmpty && decisions.forall(!_.fired), decisions)
+      assert(decisions.exists(d => d.reason.contains("skewJoin.runtime.maxTimeRatio") &&
+        d.numbers.toMap.contains("estimatedTime") && d.numbers.toMap.contains("stageTasks")),
+        decisions)
+      assert(unions(executedPlan(sql(q))).isEmpty)
     }
   }
 

@@ -19,36 +19,29 @@ class StageInputSuite extends CompletedJoinStages {
     assert(c.l.partitionBytes(partitionOfSeven(c.l)) == c.l.bytesByPartition.max)
   }
 
-  test("every partition but some, one task each as Spark read them, sorted as the join's input") {
+  test("its tasks as Spark read them, and a read of other ranges, sorted as the join's input") {
     val c = completed(q)
-    val plan = c.l.without(Set(2, 3, 6)).get
+    assert(c.l.tasks == (0 until 8).map(c.l.whole))
+    val plan = c.l.sortedRead(c.l.ranges(Seq(0 -> 2, 4 -> 6, 7 -> 8)))
     assert(plan.isInstanceOf[SortExec])
     val read = plan.collectFirst { case r: AQEShuffleReadExec => r }.get
-    assert(read.partitionSpecs == Seq(0, 1, 4, 5, 7).map(p =>
-      CoalescedPartitionSpec(p, p + 1, c.l.partitionBytes(p))))
-    assert(c.l.without((0 until 8).toSet).isEmpty)
-    // The rows of the partitions kept, and no others.
+    assert(read.partitionSpecs == Seq(CoalescedPartitionSpec(0, 2, c.l.bytesIn(0, 2)),
+      CoalescedPartitionSpec(4, 6, c.l.bytesIn(4, 6)), CoalescedPartitionSpec(7, 8,
+        c.l.partitionBytes(7))))
+    // The rows of those partitions, and no others.
     val all = rowsOf(c.l.sortedRead((0 until 8).map(c.l.whole)))
     val kept = rowsOf(plan)
     val dropped = rowsOf(c.l.sortedRead(Seq(2, 3, 6).map(c.l.whole)))
     assert(kept + dropped == all && dropped > 0)
   }
 
-  test("an input Spark coalesced: the rest keeps its tasks, each less the partitions left out") {
+  test("an input Spark coalesced: its tasks are Spark's ranges") {
     val c = completed(q, SQLConf.COALESCE_PARTITIONS_ENABLED.key -> "true",
       SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES.key -> "64m")
     val read = c.l.read.asInstanceOf[AQEShuffleReadExec]
     assert(read.isCoalescedRead && read.partitionSpecs.size < 8)
-    val seven = partitionOfSeven(c.l)
-    val without = c.l.without(Set(seven)).get
-      .collectFirst { case r: AQEShuffleReadExec => r }.get
-    def ranges(specs: Seq[_]) = specs.map { case s: CoalescedPartitionSpec =>
-      s.startReducerIndex -> s.endReducerIndex }
-    // Every partition but 7's, each task within one of Spark's.
-    assert(ranges(without.partitionSpecs).flatMap { case (s, e) => s until e } ==
-      (0 until 8).filter(_ != seven))
-    assert(ranges(without.partitionSpecs).forall { case (s, e) =>
-      ranges(read.partitionSpecs).exists { case (a, b) => a <= s && e <= b } })
+    assert(c.l.tasks == read.partitionSpecs)
+    assert(c.l.tasks.map(t => c.l.bytesIn(t.startReducerIndex, t.endReducerIndex)).sum == c.l.totalBytes)
   }
 
   test("an input that is not a completed shuffle stage is not a StageInput") {
