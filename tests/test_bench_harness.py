@@ -234,20 +234,25 @@ def test_sampling_time_counts_the_samples_not_taken_from_the_cache():
     assert sample_ms([Decision("SkewJoinSplit", "join", "skipped", "", {})]) == 0
 
 
-def test_a_scenario_with_a_tuned_baseline_runs_three_configurations_in_turn(monkeypatch):
+def test_a_scenario_with_a_tuned_baseline_runs_it_at_two_sizes_in_turn(monkeypatch):
     from hive_join_opts.bench import model
 
     bench, order = _recording_bench(monkeypatch)
     result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}, own_slots_run=False,
                                            key_counts_off_run=False), runs=2, warmup=1)
-    spark, ext, tuned = model.SPARK, model.EXTENSION, model.TUNED
+    spark, ext, tuned, tenth = model.SPARK, model.EXTENSION, model.TUNED, model.TUNED_TENTH
     # Each configuration goes first in turn; the warm-up round is not timed.
-    assert order == [spark, ext, tuned, ext, tuned, spark, tuned, spark, ext]
-    assert [r.wall_ms for r in result.tuned_runs] == [500, 700]
-    assert [r.wall_ms for r in result.spark_runs] == [600, 800]
-    # Against the tuned runs, round by round: 500 / 400 and 700 / 900.
-    assert result.speedup_vs_tuned == (500 / 400 + 700 / 900) / 2
+    assert order == [spark, ext, tuned, tenth, ext, tuned, tenth, spark,
+                     tuned, tenth, spark, ext]
+    assert [r.wall_ms for r in result.tuned_runs] == [600, 900]
+    assert [r.wall_ms for r in result.tuned_tenth_runs] == [700, 1000]
+    assert [r.wall_ms for r in result.spark_runs] == [800, 1100]
+    assert [r.wall_ms for r in result.extension_runs] == [500, 1200]
+    # Against each tuned configuration, round by round.
+    assert result.speedup_vs_tuned == (600 / 500 + 900 / 1200) / 2
+    assert result.speedup_vs_tuned_tenth == (700 / 500 + 1000 / 1200) / 2
     assert result.tuned_split is False
+    assert set(result.timed()) == {spark, ext, tuned, tenth}
 
 
 def test_a_run_planned_for_this_machines_slots_is_a_fourth_configuration(monkeypatch):
@@ -258,11 +263,12 @@ def test_a_run_planned_for_this_machines_slots_is_a_fourth_configuration(monkeyp
                                            key_counts_off_run=False),
                            runs=1, warmup=1)
     spark, ext, tuned, own = model.SPARK, model.EXTENSION, model.TUNED, model.EXTENSION_OWN_SLOTS
-    assert order == [spark, ext, tuned, own, ext, tuned, own, spark]
-    assert [r.wall_ms for r in result.own_slots_runs] == [700]
-    assert [r.wall_ms for r in result.spark_runs] == [800]
-    assert result.own_slots_speedup == 800 / 700
-    assert set(result.timed()) == {spark, ext, tuned, own}
+    tenth = model.TUNED_TENTH
+    assert order == [spark, ext, tuned, tenth, own, ext, tuned, tenth, own, spark]
+    assert [r.wall_ms for r in result.own_slots_runs] == [900]
+    assert [r.wall_ms for r in result.spark_runs] == [1000]
+    assert result.own_slots_speedup == 1000 / 900
+    assert set(result.timed()) == {spark, ext, tuned, tenth, own}
     assert set(result.timed()[own][0]) == {"wall_ms", "straggler", "sim64_ms", "stages"}
 
 
@@ -307,6 +313,21 @@ def test_the_fourth_configuration_leaves_the_task_slots_at_their_default():
     assert bench.spark.conf.values == {"x": "1", model.ENABLED_KEY: "true"}
 
 
+def test_the_second_tuned_configuration_takes_the_tuned_sizes_at_a_tenth():
+    from hive_join_opts.bench import model
+
+    bench = _configuring_bench()
+    size = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
+    scenario = model.Scenario("s", "skewJoin", "t", None, "SELECT 1",
+                              tuned_conf=lambda scale: {size: str(int(1000 * scale))})
+    bench._configure(scenario, model.TUNED)
+    assert bench.spark.conf.values == {size: "1000", model.ENABLED_KEY: "false"}
+    bench._configure(scenario, model.TUNED_TENTH)
+    assert bench.spark.conf.values == {size: "100", model.ENABLED_KEY: "false"}
+    bench._configure(scenario, model.EXTENSION)
+    assert bench.spark.conf.values == {model.ENABLED_KEY: "true"}
+
+
 def test_a_scenario_without_skew_adds_the_own_slots_run_without_key_counts(monkeypatch):
     from hive_join_opts.bench import model
 
@@ -319,17 +340,17 @@ def test_a_scenario_without_skew_adds_the_own_slots_run_without_key_counts(monke
     bench._run = measured
     result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}, own_slots_run=True,
                                            key_counts_off_run=True), runs=2, warmup=1)
-    spark, ext, tuned = model.SPARK, model.EXTENSION, model.TUNED
+    spark, ext, tuned, tenth = model.SPARK, model.EXTENSION, model.TUNED, model.TUNED_TENTH
     own, off = model.EXTENSION_OWN_SLOTS, model.EXTENSION_NO_KEY_COUNTS
-    assert order == [spark, ext, tuned, own, off, ext, tuned, own, off, spark,
-                     tuned, own, off, spark, ext]
-    assert [r.wall_ms for r in result.no_key_counts_runs] == [900, 1300]
-    assert [r.wall_ms for r in result.own_slots_runs] == [800, 1200]
-    # With over without the counts, round by round: 800 / 900 and 1200 / 1300.
+    assert order == [spark, ext, tuned, tenth, own, off, ext, tuned, tenth, own, off, spark,
+                     tuned, tenth, own, off, spark, ext]
+    assert [r.wall_ms for r in result.no_key_counts_runs] == [1100, 1600]
+    assert [r.wall_ms for r in result.own_slots_runs] == [1000, 1500]
+    # With over without the counts, round by round: 1000 / 1100 and 1500 / 1600.
     cost = result.key_counts_cost
-    assert cost["wall_ms"] == cost["map_stages_ms"] == (800 / 900 + 1200 / 1300) / 2
+    assert cost["wall_ms"] == cost["map_stages_ms"] == (1000 / 1100 + 1500 / 1600) / 2
     assert cost["map_stages_cpu_ms"] == cost["wall_ms"]
-    assert set(result.timed()) == {spark, ext, tuned, own, off}
+    assert set(result.timed()) == {spark, ext, tuned, tenth, own, off}
     plain = bench.measure(SimpleNamespace(tuned_conf=None, own_slots_run=False,
                                           key_counts_off_run=False), runs=1, warmup=0)
     assert plain.key_counts_cost is None

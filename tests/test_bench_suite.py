@@ -8,7 +8,7 @@ import math
 import pytest
 
 from hive_join_opts.bench import suite, suite_report
-from hive_join_opts.bench.model import ENABLED_KEY, EXTENSION, SPARK, TUNED
+from hive_join_opts.bench.model import ENABLED_KEY, EXTENSION, SPARK, TUNED, TUNED_TENTH
 
 
 class FakeSpark:
@@ -122,7 +122,7 @@ class RecordingConf:
         self.changes.append((key, None))
 
 
-def test_tpch_skew_runs_spark_tuned_as_a_third_configuration_in_turn():
+def test_tpch_skew_runs_spark_tuned_at_two_sizes_as_third_and_fourth_configurations():
     threshold = "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes"
     advisory = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
     tuned = suite.aqe_tuned(2)
@@ -133,6 +133,7 @@ def test_tpch_skew_runs_spark_tuned_as_a_third_configuration_in_turn():
     conf = RecordingConf({advisory: "8m"})  # the session's own setting comes back
     run.spark = type("Spark", (), {"conf": conf})()
     run.tuned_conf = tuned
+    run.tuned_tenth_conf = suite.aqe_tuned(0.2)
     run._untuned = {key: conf.get(key) for key in tuned}
     run.queries = {"q9": "a"}
     run.results = {"q9": suite.QueryResult("q9")}
@@ -150,8 +151,10 @@ def test_tpch_skew_runs_spark_tuned_as_a_third_configuration_in_turn():
     spark = (SPARK, "false", None, "8m")
     ext = (EXTENSION, "true", None, "8m")
     spark_tuned = (TUNED, "false", str(2 * 1024 * 1024), str(2 * 1024 * 1024))
-    assert calls == [("compare", (SPARK, EXTENSION, TUNED)), spark, ext, spark_tuned,
-                     ext, spark_tuned, spark, spark_tuned, spark, ext]
+    # A tenth of the size, no less than 256 KB.
+    tenth = (TUNED_TENTH, "false", "262144", "262144")
+    assert calls == [("compare", (SPARK, EXTENSION, TUNED, TUNED_TENTH)), spark, ext, spark_tuned,
+                     tenth, ext, spark_tuned, tenth, spark, spark_tuned, tenth, spark, ext]
     # Back to the extension with the session's own settings.
     assert conf.get(ENABLED_KEY) == "true" and conf.get(advisory) == "8m"
     assert threshold not in conf.held
@@ -177,17 +180,41 @@ def test_the_report_compares_the_extension_with_spark_tuned():
     text = suite_report.markdown([q9, q1], context)
     assert "--skew-preset heavy --task-slots 64 --runs 2" in text.splitlines()[0]
     assert "both planned for 64 task slots" in text
-    assert "| q9 | 3.00 | 2.80 | 1.10 | 2.50x | yes | none |" in text
-    assert "adaptive execution split a skewed join in 1 queries (q9)" in text
+    assert "| q9 | 3.00 / 2.80 / 1.10 | 0.60 / 0.56 / 0.22 | 2.50x | 8 / 8 / 8 | 300 / 280 / 110 " \
+        "| yes | none |" in text, text
+    assert "Adaptive execution split a skewed join in 1 queries (q9)" in text
+    # Totals of wall time and of the 64-slot replay.
+    assert "wall 4.00 / 3.80 / 2.10 s; extension vs Spark 1.90x, tuned 1.81x" in text, text
     assert "`skewedPartitionThresholdInBytes=1048576`" in text
     raw = suite_report.as_json([q9, q1], context)["queries"]
     assert raw[0]["ratio_vs_tuned"] == 2.5 and raw[1]["tuned_split"] is False
+    assert raw[0]["sim64_vs_tuned"] == 2.5
+
+
+def test_the_report_compares_with_spark_tuned_to_a_tenth_where_it_ran():
+    q9 = result("q9", [3000, 3000], [1000, 1200])
+    q9.tuned_runs = [timed(2000), timed(3600)]
+    q9.tuned_tenth_runs = [timed(1500), timed(1500)]
+    context = suite_report.Context(
+        suite="tpch-skew", scale=1, preset="heavy", runs=2, warmup=1, task_slots=64,
+        tuned_conf=suite.aqe_tuned(1), tuned_tenth_conf=suite.aqe_tuned(0.1),
+        spark_version="4.2.1", master="local[2]", shuffle_partitions="200",
+        work_source="HiveJoinOpts.lastPlanningWorkJson")
+    text = suite_report.markdown([q9], context)
+    assert "and to a tenth of it, tuned÷10 (`skewedPartitionThresholdInBytes=262144`" in text, text
+    assert "| q9 | 3.00 / 2.80 / 1.50 / 1.10 | 0.60 / 0.56 / 0.30 / 0.22 | 2.50x / 1.38x " \
+        "| 8 / 8 / 8 / 8 |" in text, text
+    assert suite_report.as_json([q9], context)["queries"][0]["sim64_vs_tuned_tenth"] == \
+        (300 / 200 + 300 / 240) / 2
 
 
 def timed(wall_ms, planning_ms=100.0, work_ms=10.0):
+    """A run whose 64-slot replay takes a fifth of its wall time, with a join stage of 8 tasks,
+    the longest a tenth of its wall time."""
     return suite.QueryRun(wall_ms=wall_ms, planning_ms=planning_ms, phases_ms={}, rows=1,
                           shuffles=1, scans=1, bytes_read=2_000_000, bytes_shuffled=1_000_000,
-                          work_ms={"totalMs": work_ms})
+                          work_ms={"totalMs": work_ms}, sim64_ms=wall_ms / 5, join_tasks=8,
+                          join_longest_ms=wall_ms / 10)
 
 
 def result(name, spark_ms, ext_ms, fired=(), status=suite.OK, error=""):

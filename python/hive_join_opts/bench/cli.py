@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import _progress as progress
 from . import report, suite, suite_report, tpch_skew
+from .model import TENTH
 from .scenarios import select
 
 
@@ -134,7 +135,8 @@ def run_suite(args) -> int:
             spark.conf.set(key, value)
     tpc.register(spark, suite.SUITES[name], folder)
     tuned = suite.aqe_tuned(args.scale) if name == "tpch-skew" else None
-    suite_run = suite.SuiteRun(spark, queries, tuned)
+    tuned_tenth = suite.aqe_tuned(args.scale * TENTH) if name == "tpch-skew" else None
+    suite_run = suite.SuiteRun(spark, queries, tuned, tuned_tenth)
     with progress.steps(f"bench --suite {name}",
                         total=(args.warmup + args.runs) * len(queries)) as tracker:
         results = suite_run.run(args.warmup, args.runs, tracker)
@@ -144,6 +146,7 @@ def run_suite(args) -> int:
     context = suite_report.Context(
         suite=name, scale=args.scale, preset=preset, runs=args.runs, warmup=args.warmup,
         queries=list(args.query), task_slots=args.task_slots, tuned_conf=tuned or {},
+        tuned_tenth_conf=tuned_tenth or {},
         spark_version=spark.version,
         master=spark.sparkContext.master, shuffle_partitions=suite.SHUFFLE_PARTITIONS,
         work_source=suite_run.work.source)

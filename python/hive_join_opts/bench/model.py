@@ -10,15 +10,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-# The two configurations every scenario and suite query runs with, the third that skew
-# scenarios add (Spark with adaptive execution's skew handling tuned to the data's size), the
-# fourth that the run-time split's scenarios add: the extension with the slots a split is
+# The two configurations every scenario and suite query runs with, the third and fourth that skew
+# scenarios add (Spark with adaptive execution's skew handling tuned to the data's size, and to a
+# tenth of it: a user who tunes for smaller tasks), the fifth that the run-time split's scenarios
+# add: the extension with the slots a split is
 # weighed against at their default, this machine's cores, where the others plan for a cluster;
 # and the fifth that its scenarios without skew add: the fourth without the key counts, the
 # same plan but for the counting, which tells what counting costs a query with nothing to split.
 SPARK = "spark"
 EXTENSION = "hive-join-opts"
 TUNED = "spark-aqe-tuned"
+TUNED_TENTH = "spark-aqe-tuned-tenth"
+# The share of the tuned sizes the second tuned configuration uses.
+TENTH = 0.1
 EXTENSION_OWN_SLOTS = "hive-join-opts-own-slots"
 EXTENSION_NO_KEY_COUNTS = "hive-join-opts-no-key-counts"
 # The extension's master switch: false gives Spark's own plan, with the JAR loaded.
@@ -67,8 +71,8 @@ class Scenario:
     # the proportions that Spark's defaults have at scale 1.
     scaled_conf: Callable[[float], dict[str, str]] | None = None
     # Spark settings of a third run with the extension off, given the scale: what a Spark user
-    # would tune instead (adaptive execution's skew thresholds at the data's size). None: no
-    # third run.
+    # would tune instead (adaptive execution's skew thresholds at the data's size); a fourth run
+    # takes them at a tenth of the scale (TUNED_TENTH). None: neither run.
     tuned_conf: Callable[[float], dict[str, str]] | None = None
     # Whether to add a run of the extension planned for this machine's own cores
     # (EXTENSION_OWN_SLOTS): scaled_conf without TASK_SLOTS_KEY.
@@ -95,7 +99,7 @@ class Scenario:
 
 def modes_of(scenario: Scenario) -> list[str]:
     """The configurations a scenario runs with, in the order of its first round."""
-    return ([SPARK, EXTENSION] + ([TUNED] if scenario.tuned_conf else [])
+    return ([SPARK, EXTENSION] + ([TUNED, TUNED_TENTH] if scenario.tuned_conf else [])
             + ([EXTENSION_OWN_SLOTS] if scenario.own_slots_run else [])
             + ([EXTENSION_NO_KEY_COUNTS] if scenario.key_counts_off_run else []))
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from .._compare import rows_equal
 from .model import (COUNT_KEYS_KEY, ENABLED_KEY, EXTENSION, EXTENSION_NO_KEY_COUNTS,
-                    EXTENSION_OWN_SLOTS, SPARK, TASK_SLOTS_KEY, TUNED, Dataset, Scenario, modes_of)
+                    EXTENSION_OWN_SLOTS, SPARK, TASK_SLOTS_KEY, TENTH, TUNED, TUNED_TENTH, Dataset,
+                    Scenario, modes_of)
 from .._progress import NoProgress, Progress
 from .stages import (default_join_stage, longest_and_median_task_ms, map_stages_cpu_ms,
                      map_stages_run_ms, shuffle_map_run_ms, simulated_wall_ms, stage_summaries,
@@ -143,8 +144,9 @@ class Result:
     # (later queries take the sample from the cache); not in the timed runs.
     first_sample_ms: int = 0
     # The timed runs of Spark with adaptive execution's skew handling tuned (scenarios with a
-    # tuned_conf), in round order.
+    # tuned_conf), in round order: at the scenario's size, and at a tenth of it.
     tuned_runs: list[Run] = field(default_factory=list)
+    tuned_tenth_runs: list[Run] = field(default_factory=list)
     # The timed runs of the extension planned for this machine's own cores (scenarios with
     # own_slots_run), in round order, and the rules that fired in them.
     own_slots_runs: list[Run] = field(default_factory=list)
@@ -208,6 +210,22 @@ class Result:
                               [r.sim64_ms for r in self.extension_runs]) if self.tuned_runs else None
 
     @property
+    def tuned_tenth(self) -> Run | None:
+        return typical(self.tuned_tenth_runs) if self.tuned_tenth_runs else None
+
+    @property
+    def sim64_vs_tuned_tenth(self) -> float | None:
+        return paired_speedup([r.sim64_ms for r in self.tuned_tenth_runs],
+                              [r.sim64_ms for r in self.extension_runs]) \
+            if self.tuned_tenth_runs else None
+
+    @property
+    def speedup_vs_tuned_tenth(self) -> float | None:
+        return paired_speedup([r.wall_ms for r in self.tuned_tenth_runs],
+                              [r.wall_ms for r in self.extension_runs]) \
+            if self.tuned_tenth_runs else None
+
+    @property
     def tuned_split(self) -> bool | None:
         """Whether adaptive execution split a skewed join in the tuned run's final plan."""
         return aqe_split(self.tuned_runs) if self.tuned_runs else None
@@ -250,6 +268,7 @@ class Result:
                        for r in runs]
                 for mode, runs in ((SPARK, self.spark_runs), (EXTENSION, self.extension_runs),
                                    (TUNED, self.tuned_runs),
+                                   (TUNED_TENTH, self.tuned_tenth_runs),
                                    (EXTENSION_OWN_SLOTS, self.own_slots_runs),
                                    (EXTENSION_NO_KEY_COUNTS, self.no_key_counts_runs)) if runs}
 
@@ -296,9 +315,9 @@ class Bench:
             conf.update(scenario.scaled_conf(self.scale))
         if mode == SPARK:
             conf[ENABLED_KEY] = "false"
-        elif mode == TUNED:
+        elif mode in (TUNED, TUNED_TENTH):
             conf[ENABLED_KEY] = "false"
-            conf.update(scenario.tuned_conf(self.scale))
+            conf.update(scenario.tuned_conf(self.scale * (TENTH if mode == TUNED_TENTH else 1)))
         else:
             conf[ENABLED_KEY] = "true"
             conf.update(scenario.extension_conf)
@@ -375,7 +394,7 @@ class Bench:
         modes = modes_of(scenario)
         same = rows_equal(spark_rows, extension_rows) and all(
             rows_equal(spark_rows, self.rows(scenario, mode))
-            for mode in modes if mode not in (SPARK, EXTENSION, TUNED))
+            for mode in modes if mode not in (SPARK, EXTENSION, TUNED, TUNED_TENTH))
         progress.advance()
         timed: dict[str, list[Run]] = {mode: [] for mode in modes}
         decisions: list = []
@@ -406,6 +425,7 @@ class Bench:
             same_answer=same,
             first_sample_ms=first_sample_ms,
             tuned_runs=timed.get(TUNED, []),
+            tuned_tenth_runs=timed.get(TUNED_TENTH, []),
             own_slots_runs=timed.get(EXTENSION_OWN_SLOTS, []),
             own_slots_fired=own_slots_fired,
             no_key_counts_runs=timed.get(EXTENSION_NO_KEY_COUNTS, []),

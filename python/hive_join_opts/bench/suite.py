@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .._compare import difference
 from .. import _progress as progress
-from .model import ENABLED_KEY, EXTENSION, SPARK, TASK_SLOTS_KEY, TUNED
+from .model import ENABLED_KEY, EXTENSION, SPARK, TASK_SLOTS_KEY, TENTH, TUNED, TUNED_TENTH
 from .runner import Bench, aqe_split, paired_speedup, planning_ms, sample_ms
 from .skew_join_split import MB, aqe_skew_split_at
 
@@ -77,6 +77,11 @@ class QueryRun:
     # that write a shuffle, where they count.
     key_count_ms: float = 0.0
     shuffle_map_ms: float = 0.0
+    # The run's tasks replayed on 64 slots (stages.simulated_wall_ms); the join stage's task
+    # count and longest task (the stage that reads shuffles with the most task time).
+    sim64_ms: float = 0.0
+    join_tasks: int = 0
+    join_longest_ms: float = 0.0
 
 
 @dataclass
@@ -90,6 +95,7 @@ class QueryResult:
     spark_runs: list[QueryRun] = field(default_factory=list)
     extension_runs: list[QueryRun] = field(default_factory=list)
     tuned_runs: list[QueryRun] = field(default_factory=list)
+    tuned_tenth_runs: list[QueryRun] = field(default_factory=list)
     # The extension's planning work in the warm-up round: the query's first planning (what
     # earlier queries of the suite sampled or evaluated may be cached).
     first_work: dict | None = None
@@ -100,7 +106,7 @@ class QueryResult:
 
     def runs(self, mode: str) -> list[QueryRun]:
         return {SPARK: self.spark_runs, EXTENSION: self.extension_runs,
-                TUNED: self.tuned_runs}[mode]
+                TUNED: self.tuned_runs, TUNED_TENTH: self.tuned_tenth_runs}[mode]
 
     def median(self, mode: str, attribute: str) -> float:
         return statistics.median(getattr(r, attribute) for r in self.runs(mode))
@@ -124,6 +130,11 @@ class QueryResult:
         """Tuned Spark's time over the extension's, the median of the rounds' ratios."""
         return paired_speedup([r.wall_ms for r in self.tuned_runs],
                               [r.wall_ms for r in self.extension_runs])
+
+    def sim64_ratio(self, baseline: str) -> float:
+        """`baseline`'s 64-slot time over the extension's, the median of the rounds' ratios."""
+        return paired_speedup([r.sim64_ms for r in self.runs(baseline)],
+                              [r.sim64_ms for r in self.extension_runs])
 
     @property
     def tuned_split(self) -> bool:
@@ -248,26 +259,32 @@ class SuiteRun:
     the extension and, with `tuned_conf`, Spark with those settings."""
 
     tuned_conf: dict[str, str] = {}
+    tuned_tenth_conf: dict[str, str] = {}
     # What the session held of the tuned settings, set back for the other configurations.
     _untuned: dict[str, str | None] = {}
 
-    def __init__(self, spark, queries: dict[str, str], tuned_conf: dict[str, str] | None = None):
+    def __init__(self, spark, queries: dict[str, str], tuned_conf: dict[str, str] | None = None,
+                 tuned_tenth_conf: dict[str, str] | None = None):
         self.spark = spark
         self.queries = queries
         self.bench = Bench(spark)
         self.work = PlanningWork(spark)
         self.results = {name: QueryResult(name) for name in queries}
         self.tuned_conf = dict(tuned_conf or {})
-        self._untuned = {key: spark.conf.get(key, None) for key in self.tuned_conf}
+        self.tuned_tenth_conf = dict(tuned_tenth_conf or {})
+        self._untuned = {key: spark.conf.get(key, None)
+                         for key in {**self.tuned_conf, **self.tuned_tenth_conf}}
 
     @property
     def modes(self) -> tuple[str, ...]:
-        return (SPARK, EXTENSION) + ((TUNED,) if self.tuned_conf else ())
+        return ((SPARK, EXTENSION) + ((TUNED,) if self.tuned_conf else ())
+                + ((TUNED_TENTH,) if self.tuned_tenth_conf else ()))
 
     def _use(self, mode: str) -> None:
         self.spark.conf.set(ENABLED_KEY, "true" if mode == EXTENSION else "false")
-        for key, value in self.tuned_conf.items():
-            value = value if mode == TUNED else self._untuned[key]
+        tuned = {TUNED: self.tuned_conf, TUNED_TENTH: self.tuned_tenth_conf}.get(mode, {})
+        for key in self._untuned:
+            value = tuned.get(key, self._untuned[key])
             if value is None:
                 self.spark.conf.unset(key)
             else:
@@ -283,7 +300,7 @@ class SuiteRun:
         compared (the tuned configuration is Spark's own plan)."""
         result, sql = self.results[name], self.queries[name]
         answers: dict[str, tuple[str, object, str]] = {}
-        for mode in (m for m in order if m != TUNED):
+        for mode in (m for m in order if m not in (TUNED, TUNED_TENTH)):
             self._use(mode)
             try:
                 with quiet_query_errors():
@@ -318,14 +335,16 @@ class SuiteRun:
                 run, phases = self.bench.run_sql(self.queries[name])
             except Exception as e:  # noqa: BLE001
                 who = {SPARK: "with Spark's defaults", EXTENSION: "with the extension",
-                       TUNED: "with Spark tuned"}[mode]
+                       TUNED: "with Spark tuned", TUNED_TENTH: "with Spark tuned to a tenth"}[mode]
                 result.fail(f"failed {who} in a later round: {error_of(e)}")
                 return
             measured = QueryRun(
                 wall_ms=run.wall_ms, planning_ms=planning_ms(phases), phases_ms=phases,
                 rows=run.rows, shuffles=run.shuffles, scans=run.scans,
                 bytes_read=run.bytes_read, bytes_shuffled=run.bytes_shuffled, plan=run.plan,
-                key_count_ms=run.key_count_ms, shuffle_map_ms=run.shuffle_map_ms)
+                key_count_ms=run.key_count_ms, shuffle_map_ms=run.shuffle_map_ms,
+                sim64_ms=run.sim64_ms, join_tasks=len(run.join_stage_tasks_ms),
+                join_longest_ms=max(run.join_stage_tasks_ms, default=0.0))
             if mode == EXTENSION:
                 decisions = self._decisions()
                 result.fired = sorted(set(result.fired) | {d.rule for d in decisions if d.fired})

@@ -7,7 +7,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .model import EXTENSION, SPARK, TUNED
+from .model import EXTENSION, SPARK, TUNED, TUNED_TENTH
 from .suite import FAILED, FAILS_IN_BOTH, TITLES, QueryResult
 
 # Queries whose ratio is below this are listed as the slowest.
@@ -28,8 +28,10 @@ class Context:
     warmup: int
     queries: list[str] = field(default_factory=list)
     task_slots: int | None = None
-    # The settings of the third configuration, Spark tuned (TPC-H Skew); empty without one.
+    # The settings of the third configuration, Spark tuned (TPC-H Skew), and of the fourth, tuned
+    # to a tenth of those sizes; empty without them.
     tuned_conf: dict = field(default_factory=dict)
+    tuned_tenth_conf: dict = field(default_factory=dict)
     spark_version: str = ""
     master: str = ""
     shuffle_partitions: str = ""
@@ -231,31 +233,55 @@ def markdown(results: list[QueryResult], context: Context) -> str:
 
 
 def tuned_table(results: list[QueryResult], context: Context) -> list[str]:
-    """Against the third configuration, Spark with adaptive execution's skew handling tuned:
-    its total, each query's time and ratio, and whether adaptive execution split a join."""
+    """Against Spark with adaptive execution's skew handling tuned, at the data's size and at a
+    tenth of it: totals of wall time and of the 64-slot replay, each query's times and ratios,
+    its join stage's tasks and longest task, and whether adaptive execution split a join."""
     tuned = [r for r in results if r.tuned]
     if not tuned:
         return []
-    settings = ", ".join(f"`{k.rsplit('.', 1)[-1]}={v}`" for k, v in context.tuned_conf.items())
-    total_tuned = sum(r.median(TUNED, "wall_ms") for r in tuned)
-    total_ext = sum(r.median(EXTENSION, "wall_ms") for r in tuned)
+    tenth = all(r.tuned_tenth_runs for r in tuned)
+    modes = [SPARK, TUNED] + ([TUNED_TENTH] if tenth else []) + [EXTENSION]
+
+    def settings(conf: dict) -> str:
+        return ", ".join(f"`{k.rsplit('.', 1)[-1]}={v}`" for k, v in conf.items())
+
+    def total(mode: str, figure: str) -> float:
+        return sum(r.median(mode, figure) for r in tuned)
+
+    def totals(figure: str) -> str:
+        ext = total(EXTENSION, figure)
+        return " / ".join(_s(total(m, figure)) for m in modes) + " s; extension vs " + ", ".join(
+            f"{name} {_ratio(total(m, figure) / ext if ext else None)}"
+            for m, name in zip(modes[:-1], ["Spark", "tuned", "tuned÷10"]))
+
     split = [r.name for r in tuned if r.tuned_split]
+    names = " / ".join(["Spark", "tuned"] + (["tuned÷10"] if tenth else []) + ["ext"])
     lines = [
         "",
-        f"Against Spark with adaptive execution's skew handling tuned to the data ({settings}), "
-        "run in the same rounds (a ratio above 1: the extension is faster). "
-        f"Total {_s(total_tuned)} s tuned / {_s(total_ext)} s extension "
-        f"({_ratio(total_tuned / total_ext if total_ext else None)}); geometric mean "
-        f"{_ratio(geometric_mean([r.ratio_vs_tuned for r in tuned]))}; adaptive execution split "
-        f"a skewed join in {len(split)} queries" + (f" ({', '.join(split)})" if split else "") + ".",
+        f"Against Spark with adaptive execution's skew handling tuned to the data "
+        f"({settings(context.tuned_conf)})"
+        + (f" and to a tenth of it, tuned÷10 ({settings(context.tuned_tenth_conf)})" if tenth
+           else "")
+        + ", run in the same rounds (a ratio above 1: the extension is faster). "
+        f"Totals, {names}: wall {totals('wall_ms')}; replayed on 64 slots "
+        f"{totals('sim64_ms')}. Adaptive execution split a skewed join in {len(split)} "
+        "queries" + (f" ({', '.join(split)})" if split else "") + ".",
         "",
-        "| query | Spark s | tuned s | ext s | ext vs tuned | AQE split (tuned) | rules fired |",
-        "|---|---:|---:|---:|---:|---|---|",
+        f"| query | wall s {names} | 64-slot s {names} | 64-slot ext vs tuned"
+        + (" / tuned÷10" if tenth else "") + f" | join stage tasks {names} "
+        f"| longest task ms {names} | AQE split (tuned) | rules fired |",
+        "|---|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in tuned:
+        def each(figure: str, fmt) -> str:
+            return " / ".join(fmt(r.median_run(m), r.median(m, figure)) for m in modes)
+
+        vs = " / ".join(_ratio(r.sim64_ratio(m)) for m in modes[1:-1])
         lines.append(
-            f"| {r.name} | {_s(r.median(SPARK, 'wall_ms'))} | {_s(r.median(TUNED, 'wall_ms'))} "
-            f"| {_s(r.median(EXTENSION, 'wall_ms'))} | {_ratio(r.ratio_vs_tuned)} "
+            f"| {r.name} | {each('wall_ms', lambda run, x: _s(x))} "
+            f"| {each('sim64_ms', lambda run, x: _s(x))} | {vs} "
+            f"| {each('join_tasks', lambda run, x: str(run.join_tasks))} "
+            f"| {each('join_longest_ms', lambda run, x: f'{x:.0f}')} "
             f"| {'yes' if r.tuned_split else 'no'} | {', '.join(r.fired) or 'none'} |")
     return lines
 
@@ -301,6 +327,11 @@ def as_json(results: list[QueryResult], context: Context) -> dict:
                  "extension_planning_ms": r.median(EXTENSION, "planning_ms"),
                  "extension_work_ms": r.work_ms()} if r.counted else {}),
              **({"tuned_ms": r.median(TUNED, "wall_ms"), "ratio_vs_tuned": r.ratio_vs_tuned,
-                 "tuned_split": r.tuned_split} if r.tuned else {})}
+                 "tuned_split": r.tuned_split, "sim64_vs_tuned": r.sim64_ratio(TUNED)}
+                if r.tuned else {}),
+             **({"sim64_vs_spark": r.sim64_ratio(SPARK)} if r.counted else {}),
+             **({"tuned_tenth_ms": r.median(TUNED_TENTH, "wall_ms"),
+                 "sim64_vs_tuned_tenth": r.sim64_ratio(TUNED_TENTH)}
+                if r.tuned and r.tuned_tenth_runs else {})}
             for r in results],
     }
