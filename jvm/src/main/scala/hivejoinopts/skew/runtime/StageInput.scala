@@ -103,7 +103,8 @@ private[runtime] object StageInput {
     if (!stage.isMaterialized || stage.mapStats.isEmpty ||
         stage.shuffle.shuffleOrigin != ENSURE_REQUIREMENTS ||
         !stage.shuffle.isInstanceOf[ShuffleExchangeExec]) None
-    else stage.shuffle.outputPartitioning match {
+    // The stage's own partitioning: a reused exchange's, in the attributes it outputs.
+    else stage.outputPartitioning match {
       case h: HashPartitioning =>
         val counted = KeyCountExec.feeding(stage.shuffle)
         Some(StageInput(None, read, stage, h.expressions, counted.map(_.counts.value),

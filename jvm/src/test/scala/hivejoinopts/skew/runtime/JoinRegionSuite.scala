@@ -32,6 +32,9 @@ class JoinRegionSuite extends CompletedJoinStages {
     assert(f.join ne c.join)
     assert(f.other.numPartitions == 8)
     assert(f.join.isInstanceOf[ShuffledJoin])
+    // small's shuffle is reused for s2: its keys are s2's, the attributes the stage outputs.
+    assert(f.other.keys.forall(_.references.subsetOf(f.other.stage.outputSet)), f.other.keys)
+    assert(f.other.keys.head.semanticEquals(f.join.rightKeys.head), f.other.keys)
   }
 
   test("stays away: a window above the join, an expression that is not deterministic") {

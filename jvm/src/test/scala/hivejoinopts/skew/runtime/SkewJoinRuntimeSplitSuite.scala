@@ -304,10 +304,15 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
     }
   }
 
-  test("a further join on the key above the split: same rows") {
+  test("a further join on the key above the split, its other input a reused shuffle: same " +
+      "rows, the join copied into each branch") {
     withRuntimeConf() {
-      checkSameAnswer(sql("SELECT big.k, big.v, small.w, s2.w AS w2 FROM big " +
-        "JOIN small ON big.k = small.k JOIN small s2 ON big.k = s2.k"))
+      val q = "SELECT big.k, big.v, small.w, s2.w AS w2 FROM big " +
+        "JOIN small ON big.k = small.k JOIN small s2 ON big.k = s2.k"
+      checkSameAnswer(sql(q))
+      val split = splitFired(sql(q))
+      assert(split.size == 1, runtimeDecisions(sql(q)).mkString("\n"))
+      assert(number(split.head, "copiedAbove").contains("SortMergeJoin"), split.head)
     }
   }
 
