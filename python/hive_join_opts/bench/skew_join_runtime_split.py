@@ -6,11 +6,13 @@ own cores (`skewJoin.taskSlots` at its default), the wall time a user of this ma
 
 At scale 1 the big side has 20 million rows and the other side 2 million. Layouts of the big
 side: the heavy key (55% of the rows) spread over 8 files of small row groups; three heavy keys
-of 20% each, spread; the heavy key in a file of its own (written range-partitioned by the key);
+of 20% each, spread; eight heavy keys of 3% to 8% each; the heavy key in a file of its own (written range-partitioned by the key);
 the spread layout joined through a shuffle of more than 2,000 partitions, where Spark's map
 statuses report average block sizes; both sides skewed, each on a key of its own; and keys
 without skew, where the split must stay away, and where a fifth run, the fourth without the key
-counts, measures what counting costs against the same plan without it.
+counts, measures what counting costs against the same plan without it. A last family brings
+the skew from another join: the output of a fact joined to a dimension filtered to a few hot
+keys, joined on to a big table.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ LAYOUTS = {
     "spread": Layout(f"CASE WHEN {_H} < 55 THEN 0 ELSE {_REST} END", False),
     "three": Layout(f"CASE WHEN {_H} < 60 THEN {_H} % 3 ELSE {_REST} END", False),
     "own": Layout(f"CASE WHEN {_H} < 55 THEN 0 ELSE {_REST} END", True),
+    # several heavy keys of 3% to 8% each (41% in all), each in a partition of its own
+    "several": Layout(f"CASE WHEN {_H} < 3 THEN 0 WHEN {_H} < 7 THEN 1 WHEN {_H} < 12 THEN 2 "
+                      f"WHEN {_H} < 18 THEN 3 WHEN {_H} < 25 THEN 4 WHEN {_H} < 33 THEN 5 "
+                      f"WHEN {_H} < 36 THEN 6 WHEN {_H} < 41 THEN 7 ELSE {_REST} END", False),
     # no heavy key: what counting the keys costs a query with nothing to split
     "none": Layout("pmod(hash(id), {m})", False),
     # both sides skewed, each on a key of its own: key 0 holds 55% of the big table, key 1 55% of
@@ -111,6 +117,8 @@ QUERIES = {
     "full_outer": f"SELECT {AGGREGATES} FROM rt_{{t}} b FULL OUTER JOIN rt_dim d ON b.k = d.k",
     "group_by_key": "SELECT count(*), sum(n), sum(w) FROM (SELECT b.k, count(*) AS n, "
                     "sum(d.w) AS w FROM rt_{t} b JOIN rt_dim d ON b.k = d.k GROUP BY b.k)",
+    "further_join": f"SELECT {AGGREGATES}, sum(e.w) AS e FROM rt_{{t}} b JOIN rt_dim d "
+                    "ON b.k = d.k JOIN rt_dim e ON b.k = e.k",
 }
 
 TITLES = {
@@ -118,10 +126,13 @@ TITLES = {
     "left_outer": "left outer join, skew on the preserved side",
     "null_supplying": "left outer join, skew on the null-supplying side (AQE cannot split it)",
     "full_outer": "full outer join (AQE cannot split it)",
-    "group_by_key": "join then GROUP BY the key (AQE keeps the skewed partition)",
+    "group_by_key": "join then GROUP BY the key, the big side's int key cast to the other's "
+                    "bigint (AQE keeps the skewed partition)",
+    "further_join": "join then a further join on the key (AQE keeps the skewed partition)",
 }
 
 LAYOUT_TITLES = {
+    "several": "eight heavy keys of 3% to 8% each, in partitions of their own",
     "spread": "heavy key (55%) spread over 8 files of 1 MB row groups",
     "three": "three heavy keys (20% each) spread",
     "own": "heavy key (55%) in a file of its own",
@@ -130,11 +141,12 @@ LAYOUT_TITLES = {
     "both": "both sides skewed: key 0 55% of the big side spread, key 1 55% of the other",
 }
 
-# Which queries each layout runs: every query on each layout of a heavy key, inner and full
-# outer where both sides are skewed and where none is.
-EVERY_QUERY = tuple(QUERIES)
+# Which queries each layout runs: the five on each layout of a heavy key (a further join on the
+# spread one), inner and full outer where both sides are skewed and where none is.
+EVERY_QUERY = ("inner", "left_outer", "null_supplying", "full_outer", "group_by_key")
 MATRIX = {
-    "spread": EVERY_QUERY,
+    "several": ("inner", "null_supplying", "full_outer", "group_by_key"),
+    "spread": EVERY_QUERY + ("further_join",),
     "three": EVERY_QUERY,
     "own": EVERY_QUERY,
     "wide": EVERY_QUERY,
@@ -160,5 +172,73 @@ def _scenario(layout: str, query: str) -> Scenario:
     )
 
 
+# The skew arrives from another join: a product dimension filtered to one category keeps five hot
+# products (5% of the fact's rows each) and a thousand others (broadcast); the fact rows that join
+# them go, shuffled on the customer, to a join with the customers, too big to broadcast. The hot
+# products' rows belong to five customers, one each: no table's own layout shows that the
+# second join's input holds 20% of its rows on each of them, and the customers' key is not the
+# product's, so the filtered products' values prune nothing of them.
+AFTER_FILTER_PRODUCTS = 1_000_000
+AFTER_FILTER_CUSTOMERS = 2_000_000
+
+_AFTER_FILTER = ("FROM rt_fact f JOIN rt_product d ON f.p = d.p AND d.cat = 'hot' "
+                 "JOIN rt_customer u ON f.c = u.c")
+AFTER_FILTER_QUERIES = {
+    "inner": f"SELECT count(*) AS n, sum(f.v) AS v, sum(u.w) AS w {_AFTER_FILTER}",
+    "null_supplying": "SELECT count(*) AS n, sum(x.v) AS v, sum(u.w) AS w, count(x.c) AS xc "
+                      "FROM rt_customer u LEFT OUTER JOIN (SELECT f.c, f.v FROM rt_fact f JOIN "
+                      "rt_product d ON f.p = d.p AND d.cat = 'hot') x ON u.c = x.c",
+    "group_by_key": "SELECT count(*), sum(n), sum(w) FROM (SELECT f.c, count(*) AS n, "
+                    f"sum(u.w) AS w {_AFTER_FILTER} GROUP BY f.c)",
+}
+
+
+def _after_filter_dataset() -> Dataset:
+    def write(spark, folder: Path, scale: float) -> None:
+        n = max(int(BIG_ROWS * scale), 1000)
+        products = max(int(AFTER_FILTER_PRODUCTS * scale), 100)
+        customers = max(int(AFTER_FILTER_CUSTOMERS * scale), 100)
+        spark.range(n, numPartitions=8).selectExpr(
+            f"CASE WHEN {_H} < 25 THEN {_H} % 5 ELSE 5 + pmod(hash(id), {products - 5}) END AS p",
+            "id AS v").selectExpr(
+            "p", "v", f"CASE WHEN p < 5 THEN p ELSE pmod(hash(v, 3), {customers}) END AS c") \
+            .write.option("parquet.block.size", ROW_GROUP_BYTES).parquet(str(folder / "fact"))
+        spark.range(products, numPartitions=4).selectExpr(
+            "id AS p", "CASE WHEN id < 5 OR id % 1000 = 7 THEN 'hot' ELSE "
+            "concat('c', CAST(id % 50 AS STRING)) END AS cat").write.parquet(str(folder / "product"))
+        spark.range(customers, numPartitions=4).selectExpr(
+            "id AS c", "id * 3 AS w", "id * 7 AS pad").write.parquet(str(folder / "customer"))
+
+    def register(spark, folder: Path) -> None:
+        for table in ("fact", "product", "customer"):
+            spark.read.parquet(str(folder / table)).createOrReplaceTempView(f"rt_{table}")
+
+    return Dataset("skew_join_runtime_split_after_filter", write, register)
+
+
+AFTER_FILTER = _after_filter_dataset()
+
+AFTER_FILTER_TITLES = {
+    "inner": "the skew of a join's output after a selective filter, joined on to a big table",
+    "null_supplying": "the same, the skewed join output on the null-supplying side",
+    "group_by_key": "the same, then GROUP BY the key",
+}
+
+
+def _after_filter_scenario(query: str) -> Scenario:
+    return Scenario(
+        name=f"skew_join_runtime_split_after_filter_{query}",
+        family="skewJoin",
+        title=AFTER_FILTER_TITLES[query],
+        dataset=AFTER_FILTER,
+        sql=AFTER_FILTER_QUERIES[query],
+        scaled_conf=_cluster_conf,
+        tuned_conf=aqe_tuned,
+        own_slots_run=True,
+        join_stage=shuffle_join_stage,
+    )
+
+
 SCENARIOS = tuple(_scenario(layout, query) for layout, queries in MATRIX.items()
-                  for query in queries)
+                  for query in queries) + tuple(
+    _after_filter_scenario(query) for query in AFTER_FILTER_QUERIES)
