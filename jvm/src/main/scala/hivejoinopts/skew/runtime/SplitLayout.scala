@@ -255,11 +255,21 @@ private[runtime] object SplitLayout {
       parts.flatMap(p => pieces(in, p, in.bytesOf(p, keys, side), Int.MaxValue)
         .getOrElse(Seq(in.whole(p))))
     }
-    val lightBytes = JoinSide.both.map { side =>
-      val in = side.pick(l, r)
-      parts.map(in.partitionBytes).sum - keys.map(_.bytesOn(side, in)).sum
-    }.sum
     RemainderLayout(parts, specs(LeftSide), specs(RightSide),
-      math.max(1, math.ceil(lightBytes / target).toInt))
+      math.max(1, math.ceil(parts.map(lightBytes(l, r, keys, _)).sum / target).toInt))
   }
+
+  /**
+   * The bytes of heavy partition `p`'s rows that are not the heavy `keys`': its bytes less the
+   * keys' estimate, and no less than a partition without heavy keys holds (the other keys of a
+   * hash partition are as many as any partition's), since a heavy key's rows may compress below
+   * the average row's bytes that its estimate counts.
+   */
+  def lightBytes(l: StageInput, r: StageInput, keys: Seq[HeavyKey], p: Int): Double =
+    JoinSide.both.map { side =>
+      val in = side.pick(l, r)
+      val keysBytes = keys.map(_.bytesOn(side, in)).sum
+      val typical = math.max(0.0, in.totalBytes - keysBytes) / math.max(1, in.numPartitions)
+      math.max(typical, in.partitionBytes(p) - keys.filter(_.partition == p).map(_.bytesOn(side, in)).sum)
+    }.sum
 }

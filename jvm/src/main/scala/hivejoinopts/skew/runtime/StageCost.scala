@@ -66,11 +66,10 @@ private[runtime] final case class StageCost(
       m.left.map(taskBytes + work(l, Some(LeftSide), _)) ++ m.right.map(taskBytes + work(r, Some(RightSide), _))
     }
     val joins = remainder.flatMap { m =>
-      // The rows that are not the heavy keys': the partitions' bytes less the keys'.
+      // The rows that are not the heavy keys', and a following join's input of the partitions.
       val light = m.partitions.map { p =>
-        inputs.map { case (in, _) => in.partitionBytes(p).toDouble }.sum -
-          layout.keys.filter(_.partition == p).map(k => k.bytesOn(LeftSide, l) + k.bytesOn(RightSide, r)).sum
-      }.map(math.max(0.0, _)).sum
+        SplitLayout.lightBytes(l, r, layout.keys, p) + others.map(_.partitionBytes(p).toDouble).sum
+      }.sum
       Seq.fill(m.tasks)(taskBytes + light / m.tasks)
     }
     (maps, rest ++ branches ++ joins)
