@@ -87,8 +87,8 @@ private[runtime] object StageCost {
 
   /** The time, in bytes, `tasks` (each's cost) take on `slots` slots, longest placed first. */
   def makespan(tasks: Seq[Double], slots: Int): Double = {
-    val free = mutable.PriorityQueue.fill(math.max(1, math.min(slots, tasks.size)))(0.0)(
-      Ordering[Double].reverse)
+    val free = mutable.PriorityQueue.empty[Double](Ordering[Double].reverse)
+    free ++= Seq.fill(math.max(1, math.min(slots, tasks.size)))(0.0)
     tasks.sorted(Ordering[Double].reverse).foreach(t => free.enqueue(free.dequeue() + t))
     free.iterator.foldLeft(0.0)(math.max)
   }
