@@ -14,13 +14,8 @@ import hivejoinopts.{HiveJoinOptsConf, HiveJoinOptsQueryTest}
  */
 class KeyCountExecSuite extends HiveJoinOptsQueryTest {
 
-  private val settings: Seq[(String, String)] = Seq(
-    SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true",
-    SQLConf.CODEGEN_FALLBACK.key -> "false",
-    SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
-    SQLConf.SHUFFLE_PARTITIONS.key -> "8",
-    HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "64",
-    HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MIN_KEY_BYTES.key -> "0")
+  private val settings: Seq[(String, String)] =
+    RuntimeSplitSettings.forced :+ (SQLConf.SHUFFLE_PARTITIONS.key -> "8")
 
   override def beforeAll(): Unit = {
     super.beforeAll()

@@ -16,18 +16,9 @@ import hivejoinopts.skew.SkewJoinTestBase
  */
 class SkewJoinRuntimeSplitCrossRulesSuite extends SkewJoinTestBase {
 
-  private val crossConf: Seq[(String, String)] = Seq(
-    SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true",
-    SQLConf.CODEGEN_FALLBACK.key -> "false",
-    SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
+  /** The split forced (RuntimeSplitSettings) and CoarsenJoinShuffle on any number of keys. */
+  private val crossConf: Seq[(String, String)] = RuntimeSplitSettings.forced ++ Seq(
     SQLConf.SHUFFLE_PARTITIONS.key -> "16",
-    SQLConf.FILES_MAX_PARTITION_BYTES.key -> "4096",
-    SQLConf.FILES_OPEN_COST_IN_BYTES.key -> "0",
-    HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "64",
-    HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key -> "false",
-    HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MIN_KEY_BYTES.key -> "0",
-    // Every split these small tables allow, whatever its estimated time.
-    HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MAX_TIME_RATIO.key -> "100",
     HiveJoinOptsConf.SKEW_JOIN_RUNTIME_SKEW_FACTOR.key -> "1",
     HiveJoinOptsConf.CORRELATION_COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS.key -> "0")
 

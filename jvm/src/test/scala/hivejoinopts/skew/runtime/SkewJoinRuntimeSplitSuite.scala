@@ -25,25 +25,12 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
   protected def wholeStageCodegen: Boolean = true
 
   /**
-   * Small thresholds, 64 task slots, several map tasks per table; no planning-time split. The
-   * heavy partitions are bigger than the advisory partition size: their other keys go to the
-   * remainder.
+   * The split forced on 64 slots (RuntimeSplitSettings), 16 shuffle partitions, the heavy
+   * partitions bigger than Spark's advisory partition size.
    */
-  private val runtimeConf: Seq[(String, String)] = Seq(
-    SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true",
-    // Generated code that does not compile fails the test instead of running row by row.
-    SQLConf.CODEGEN_FALLBACK.key -> "false",
+  private val runtimeConf: Seq[(String, String)] = RuntimeSplitSettings.forced ++ Seq(
     SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES.key -> "1024",
-    SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
     SQLConf.SHUFFLE_PARTITIONS.key -> "16",
-    SQLConf.FILES_MAX_PARTITION_BYTES.key -> "4096",
-    SQLConf.FILES_OPEN_COST_IN_BYTES.key -> "0",
-    HiveJoinOptsConf.SKEW_JOIN_TASK_SLOTS.key -> "64",
-    HiveJoinOptsConf.SKEW_JOIN_DETECTION_ENABLED.key -> "false",
-    HiveJoinOptsConf.SKEW_JOIN_RUNTIME_ENABLED.key -> "true",
-    HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MIN_KEY_BYTES.key -> "0",
-    // Every split these small tables allow, whatever its estimated time.
-    HiveJoinOptsConf.SKEW_JOIN_RUNTIME_MAX_TIME_RATIO.key -> "100",
     SQLConf.WHOLESTAGE_CODEGEN_ENABLED.key -> wholeStageCodegen.toString)
 
   private def withRuntimeConf[T](extra: (String, String)*)(f: => T): T =
