@@ -80,7 +80,29 @@ private[runtime] object JoinRegion {
     nodes.zip(inRegion.tail).foldLeft[Either[String, Seq[FollowingJoin]]](Right(Nil)) {
       case (Left(why), _) => Left(why)
       case (Right(follows), (node, child)) => supported(node, child).map(follows ++ _)
+    }.flatMap { follows =>
+      follows.find(f => reshuffledBelow(path, f.join, follows.map(_.join))).map(f => Left(
+        s"a ${Candidates.joinTypeName(f.join.joinType)} join on the key above it reads the rows " +
+          "of an operator (a GROUP BY) that a split's branch shuffles them again for, out of " +
+          "line with that join's other input")).getOrElse(Right(follows))
     }.map(follows => JoinRegion(inRegion.head, join, inRegion, follows))
+  }
+
+  /**
+   * Whether an operator between the join (the end of `path`) and the following join `above`
+   * needs its input distributed: in a branch, whose rows are not hash partitioned,
+   * `EnsureRequirements` shuffles them for it, and the following join, which pairs a branch's
+   * partitions by task, would then meet its other input's rows in other tasks. (Following
+   * joins in between pair their inputs by task in a branch too, and need no shuffle there.)
+   */
+  private def reshuffledBelow(path: Seq[SparkPlan], above: SparkPlan, following: Seq[SparkPlan])
+      : Boolean = {
+    val at = path.indexWhere(_ eq above)
+    (at + 1 until path.size - 1).filterNot(i => following.exists(_ eq path(i))).exists { i =>
+      val child = path(i + 1)
+      path(i).requiredChildDistribution(path(i).children.indexWhere(_ eq child)) !=
+        UnspecifiedDistribution
+    }
   }
 
   private def streamed(b: BroadcastHashJoinExec): SparkPlan = b.buildSide match {

@@ -70,7 +70,9 @@ import hivejoinopts.rules.Attempt.declineIf
  * `skewJoin.taskSlots` slots, or the key holds less than `skewJoin.runtime.minKeyBytes`; fewer
  * than two map tasks wrote the key (the planning-time split spreads a key its table keeps in its
  * own files); no split is exact for the join type; an operator above the join in its stage
- * relies on its partitioning and cannot be copied; the split's estimated time on the slots
+ * relies on its partitioning and cannot be copied, or a further join on the key sits above a
+ * GROUP BY above the join (a branch's aggregate shuffles its rows out of line with that join's
+ * other input); the split's estimated time on the slots
  * ([[StageCost]]: bytes read per task, the rows the heavy keys produce, a cost per task, the
  * remainder's shuffle) is over `skewJoin.runtime.maxTimeRatio` of the plan Spark would run.
  */

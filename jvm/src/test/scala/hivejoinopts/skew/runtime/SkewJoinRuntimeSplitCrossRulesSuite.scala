@@ -167,4 +167,16 @@ class SkewJoinRuntimeSplitCrossRulesSuite extends SkewJoinTestBase {
         !d.numbers.toMap.keys.exists(_.startsWith("nullKeyRows"))), split.mkString("\n"))
     }
   }
+
+  test("a GROUP BY on the key between the split join and a further join on it: not split, " +
+      "since a branch's aggregate shuffles its rows out of line with the further join's input") {
+    withCrossConf() {
+      val q = "SELECT t.k, t.n, d.id FROM (SELECT l.k, count(*) AS n FROM cr l LEFT SEMI JOIN " +
+        "cl r ON l.k = r.k GROUP BY l.k) t JOIN cl d ON t.k = d.k"
+      checkSameAnswer(sql(q))
+      val split = ranDecisions(sql(q), "SkewJoinRuntimeSplit")
+      assert(split.nonEmpty && split.forall(!_.fired), split.mkString("\n"))
+      assert(split.exists(_.reason.contains("shuffles them again for")), split.mkString("\n"))
+    }
+  }
 }
