@@ -155,19 +155,23 @@ MATRIX = {
 }
 
 
+def _split_scenario(name: str, **fields) -> Scenario:
+    """A run-time split scenario: planned for the cluster, against AQE tuned, also on this
+    machine's own slots, its join stage's tasks read."""
+    return Scenario(name=f"skew_join_runtime_split_{name}", family="skewJoin",
+                    tuned_conf=aqe_tuned, own_slots_run=True, join_stage=shuffle_join_stage,
+                    **{"scaled_conf": _cluster_conf, **fields})
+
+
 def _scenario(layout: str, query: str) -> Scenario:
     table = "spread" if layout == "wide" else layout
-    return Scenario(
-        name=f"skew_join_runtime_split_{layout}_{query}",
-        family="skewJoin",
+    return _split_scenario(
+        f"{layout}_{query}",
         title=f"{TITLES[query]}; {LAYOUT_TITLES[layout]}",
         dataset=DATASETS[table],
         sql=QUERIES[query].format(t=table),
         scaled_conf=_wide_conf if layout == "wide" else _cluster_conf,
-        tuned_conf=aqe_tuned,
-        own_slots_run=True,
         key_counts_off_run=layout == "none",
-        join_stage=shuffle_join_stage,
         showcase=(layout, query) == ("spread", "full_outer"),
     )
 
@@ -226,17 +230,8 @@ AFTER_FILTER_TITLES = {
 
 
 def _after_filter_scenario(query: str) -> Scenario:
-    return Scenario(
-        name=f"skew_join_runtime_split_after_filter_{query}",
-        family="skewJoin",
-        title=AFTER_FILTER_TITLES[query],
-        dataset=AFTER_FILTER,
-        sql=AFTER_FILTER_QUERIES[query],
-        scaled_conf=_cluster_conf,
-        tuned_conf=aqe_tuned,
-        own_slots_run=True,
-        join_stage=shuffle_join_stage,
-    )
+    return _split_scenario(f"after_filter_{query}", title=AFTER_FILTER_TITLES[query],
+                           dataset=AFTER_FILTER, sql=AFTER_FILTER_QUERIES[query])
 
 
 SCENARIOS = tuple(_scenario(layout, query) for layout, queries in MATRIX.items()
