@@ -253,6 +253,15 @@ object HiveJoinOptsConf {
       "scans get the values as pushed filters. Works for broadcast and shuffle joins.",
     V010, default = true))
 
+  val MAP_JOIN_PRUNING_RUNTIME_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "mapJoinPruning.runtime.enabled",
+    "When true, a join side too big to evaluate while planning (over smallSide.maxBytes or " +
+      "smallSide.maxRows) still prunes the other side: its key's min/max, computed as the query " +
+      "runs, prunes partitions and goes into the Parquet scan as pushed filters (Spark 4.x; " +
+      "partition columns only on Spark 3.5). Only where the footers show the range would skip " +
+      "at least bigSide.minSkippedRowShare of the scan.",
+    V020, default = true))
+
   val MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES: Flag[Long] = flag(Flag.bytes(
     PREFIX + "mapJoinPruning.smallSide.maxBytes",
     "A join side is evaluated while planning only when Spark estimates it at most this size, " +

@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, GroupByCastJoinKey, MergeSameKeyAggregates, PruneRepeatedInSubquery}
 import hivejoinopts.log.{DecisionsTable, ResolveDecisionsTable}
-import hivejoinopts.mapjoinpruning.JoinKeyValuePushdown
+import hivejoinopts.mapjoinpruning.{JoinKeyValuePushdown, RuntimeValueSetPushdown}
 import hivejoinopts.skew.{ResolveSkewHint, SkewHintNames, SkewJoinSplit}
 import hivejoinopts.skew.runtime.{CountShuffledJoinKeys, SkewJoinRuntimeSplit}
 
@@ -94,6 +94,8 @@ object HiveJoinOptsExtension {
     // a running session it comes after that batch, and the scan strategies still prune
     // partitions and push filters with what it adds.
     ExtensionRule.preCBO("JoinKeyValuePushdown", JoinKeyValuePushdown(_)),
+    // Right after: the joins whose small side was too big to evaluate get run-time ranges.
+    ExtensionRule.preCBO("RuntimeValueSetPushdown", RuntimeValueSetPushdown(_)),
 
     // ---- skew join ----
     // Analysis. Before column resolution (the hint batch; the parser on Spark 3.5), the hint's

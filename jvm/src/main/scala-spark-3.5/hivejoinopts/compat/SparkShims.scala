@@ -78,6 +78,9 @@ object SparkShims {
 
   def binaryCollation(s: StringType): Boolean = true
 
+  /** Spark 3.5's file scan pushes no filter holding a subquery into the reader. */
+  val scanPushesScalarSubqueries: Boolean = false
+
   def compareBytes(a: UTF8String, b: UTF8String): Int = a.compareTo(b)
 
   /** Spark 3.5 has no single-row join. */

@@ -47,6 +47,9 @@ object SparkShims {
   def binaryCollation(s: StringType): Boolean =
     s.collationId == CollationFactory.UTF8_BINARY_COLLATION_ID
 
+  /** The file scan runs a filter's scalar subqueries first and pushes their results. */
+  val scanPushesScalarSubqueries: Boolean = true
+
   def compareBytes(a: UTF8String, b: UTF8String): Int = a.binaryCompare(b)
 
   /** The join Spark makes of a scalar subquery that must return at most one row. */

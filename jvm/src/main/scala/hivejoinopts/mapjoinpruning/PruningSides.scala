@@ -78,6 +78,35 @@ private[mapjoinpruning] final class PruningSides(
       big: LogicalPlan,
       small: LogicalPlan,
       keys: Seq[(Expression, Expression)]): Either[String, Orientation] = {
+    val (usable, notPushed) = trace(big, keys)
+    lazy val smallStats = Try(small.stats).toOption
+    lazy val bigBytes = scanBytes(usable)
+    lazy val unsuitable = unsuitableSmallSide(small)
+    lazy val overBounds = tooBigToEvaluate(small)
+    if (usable.isEmpty) {
+      Left(s"$sideName side: " + notPushed.mkString(", "))
+    } else if (unsuitable.isDefined) {
+      Left(s"$sideName side: the other side ${unsuitable.get}")
+    } else if (overBounds.isDefined) {
+      Left(s"$sideName side: the other side ${overBounds.get}")
+    } else if (bigBytes < minBigBytes) {
+      Left(s"$sideName side: the scans to prune are estimated at $bigBytes bytes, under " +
+        s"$minBigBytes (bigSide.minBytes)")
+    } else if (bigBytes <= smallStats.get.sizeInBytes) {
+      Left(s"$sideName side: the scans to prune ($bigBytes bytes) are not bigger than the " +
+        s"other side (${smallStats.get.sizeInBytes} bytes)")
+    } else {
+      Right(Orientation(sideName, big, small, usable, smallStats.get.sizeInBytes, bigBytes,
+        notPushed))
+    }
+  }
+
+  /**
+   * The keys that reach scans of `big` where values can be pushed (Parquet data columns only
+   * where their row groups are in some order), and why the others cannot.
+   */
+  def trace(big: LogicalPlan, keys: Seq[(Expression, Expression)])
+      : (Seq[TracedKey], Seq[String]) = {
     val traced = keys.map { case (bigKey, smallKey) =>
       val walk = if (ValueSetPushdown.supportedType(bigKey.dataType)) {
         ValueSetPushdown.walk(big, bigKey, _ => None)
@@ -89,35 +118,31 @@ private[mapjoinpruning] final class PruningSides(
         .partition(_._2.isDefined)
       (TracedKey(bigKey, smallKey, targets.map(_._1)), walk.blocked ++ unordered.flatMap(_._2))
     }
-    val usable = traced.map(_._1).filter(_.targets.nonEmpty)
-    lazy val smallStats = Try(small.stats).toOption
-    lazy val bigBytes = usable.flatMap(_.targets).map(_.scan).distinct
-      .map(s => Try(s.stats.sizeInBytes).getOrElse(BigInt(0))).sum
-    lazy val unsuitable = unsuitableSmallSide(small)
-    if (usable.isEmpty) {
-      Left(s"$sideName side: " + traced.flatMap(_._2).distinct.mkString(", "))
-    } else if (unsuitable.isDefined) {
-      Left(s"$sideName side: the other side ${unsuitable.get}")
-    } else if (smallStats.isEmpty || smallStats.get.sizeInBytes > maxBytes) {
-      Left(s"$sideName side: the other side is estimated at " +
-        s"${smallStats.map(_.sizeInBytes.toString).getOrElse("unknown")} bytes, over " +
-        s"$maxBytes (smallSide.maxBytes)")
+    (traced.map(_._1).filter(_.targets.nonEmpty), traced.flatMap(_._2).distinct)
+  }
+
+  /** Spark's estimate of the scans the keys reach. */
+  def scanBytes(keys: Seq[TracedKey]): BigInt = keys.flatMap(_.targets).map(_.scan).distinct
+    .map(s => Try(s.stats.sizeInBytes).getOrElse(BigInt(0))).sum
+
+  /**
+   * Why `small` is too big to evaluate while planning (over `smallSide.maxBytes` or
+   * `smallSide.maxRows` by Spark's estimate or its footers), if it is.
+   */
+  def tooBigToEvaluate(small: LogicalPlan): Option[String] = {
+    val smallStats = Try(small.stats).toOption
+    if (smallStats.isEmpty || smallStats.get.sizeInBytes > maxBytes) {
+      Some(s"is estimated at ${smallStats.map(_.sizeInBytes.toString).getOrElse("unknown")} " +
+        s"bytes, over $maxBytes (smallSide.maxBytes)")
     } else if (smallStats.get.rowCount.exists(_ > maxRows)) {
-      Left(s"$sideName side: the other side is estimated at ${smallStats.get.rowCount.get} " +
-        s"rows, over $maxRows (smallSide.maxRows)")
+      Some(s"is estimated at ${smallStats.get.rowCount.get} rows, over $maxRows " +
+        "(smallSide.maxRows)")
     } else if (footerRows(small).exists(_ > maxRows)) {
       // Without statistics a projection of a big table looks small: its footers tell.
-      Left(s"$sideName side: the other side reads at least ${footerRows(small).get} rows of " +
-        s"its Parquet files (their footers), over $maxRows (smallSide.maxRows)")
-    } else if (bigBytes < minBigBytes) {
-      Left(s"$sideName side: the scans to prune are estimated at $bigBytes bytes, under " +
-        s"$minBigBytes (bigSide.minBytes)")
-    } else if (bigBytes <= smallStats.get.sizeInBytes) {
-      Left(s"$sideName side: the scans to prune ($bigBytes bytes) are not bigger than the " +
-        s"other side (${smallStats.get.sizeInBytes} bytes)")
+      Some(s"reads at least ${footerRows(small).get} rows of its Parquet files (their " +
+        s"footers), over $maxRows (smallSide.maxRows)")
     } else {
-      Right(Orientation(sideName, big, small, usable, smallStats.get.sizeInBytes, bigBytes,
-        traced.flatMap(_._2).distinct))
+      None
     }
   }
 
@@ -190,8 +215,8 @@ private[mapjoinpruning] final class PruningSides(
       notNullOnly(small, Nil)
     })
 
-  /** Why `small` cannot be evaluated on its own while planning, if it cannot. */
-  private def unsuitableSmallSide(small: LogicalPlan): Option[String] = {
+  /** Why `small` cannot be evaluated on its own, if it cannot. */
+  def unsuitableSmallSide(small: LogicalPlan): Option[String] = {
     if (small.isStreaming) {
       Some("is a stream")
     } else if (small.exists(_.expressions.exists(!_.deterministic))) {

@@ -135,7 +135,7 @@ private[hivejoinopts] object RowGroupOverlap {
   }
 
   /** Up to `maxFiles` data files of the relation, spread evenly over its listing. */
-  private def sample(
+  private[scan] def sample(
       session: SparkSession,
       relation: HadoopFsRelation,
       maxFiles: Int): Seq[FileStatus] = {

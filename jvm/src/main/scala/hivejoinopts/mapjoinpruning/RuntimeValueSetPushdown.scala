@@ -1,0 +1,363 @@
+package hivejoinopts.mapjoinpruning
+
+import scala.util.Try
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Expression, GreaterThanOrEqual, InSubquery, LessThanOrEqual, Literal, PredicateHelper, ScalarSubquery}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{Max, Min}
+import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
+import org.apache.spark.sql.catalyst.plans.logical._
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
+import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN}
+import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.hivejoinopts.Flag
+
+import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
+import hivejoinopts.compat.SparkShims
+import hivejoinopts.plan.{Candidates, FileRelation, JoinKeys, JoinSide, JoinSides, SparkJoinSelection}
+import hivejoinopts.rules.HiveJoinOptsLogicalRule
+import hivejoinopts.scan.{FilteredKeyRange, RowGroupOverlap}
+import hivejoinopts.scan.ParquetFileSkipping.Kept
+
+/**
+ * Run-time value sets: a join side too big to evaluate while planning still prunes the other
+ * side's scans. Its join key's minimum and maximum, computed while the query runs, become a
+ * range filter that Spark applies inside the other side's Parquet scan (row groups skipped by
+ * their statistics) or to its partitions, before that scan reads anything.
+ *
+ * A month of orders (over `smallSide.maxBytes`) joined to line items stored in order-id order:
+ * {{{
+ *   before                                   after
+ *   Join Inner (l_orderkey = o_orderkey)     Join Inner (l_orderkey = o_orderkey)
+ *   :- Relation lineitem parquet             :- Filter (l_orderkey >= scalar-subquery#1 AND
+ *   +- Filter (o_orderdate >= 1995-03-01     :  :       l_orderkey <= scalar-subquery#2)
+ *      :       AND o_orderdate < 1995-04-01) :  :  :- GlobalLimit 1, Project [min]  -+ one
+ *      +- Relation orders parquet            :  :  +- GlobalLimit 1, Project [max]  -+ aggregate
+ *                                            :  :      +- Aggregate [min(o_orderkey),
+ *                                            :  :         max(o_orderkey)] over the orders
+ *                                            :  +- Relation lineitem parquet
+ *                                            +- Filter (o_orderdate ...)
+ *                                               +- Relation orders parquet
+ * }}}
+ * The two subqueries share one aggregate of the side's key (see `bounds`); Spark runs it
+ * before the scan that uses it, and turns each result into the scan's pushed filters
+ * (`FileSourceScanExec`: a scalar subquery is pushed as a literal at run time; its `PushedFilters`
+ * show `ScalarSubquery#n`). A partition column's range prunes partitions as the scan starts, as
+ * dynamic partition pruning does. The aggregate reads only the side's key and filter columns,
+ * once: Spark's exchange reuse shares what it can with the join's own plan of that side.
+ *
+ * '''The cost check.''' A scan waits for the value set, and the side is read twice (the join's
+ * and the aggregate's), so the rule fires only where the footers promise a gain, before
+ * anything runs: the side's key range is estimated from its own footers, as the union of the
+ * key's [min, max] over the row groups whose statistics may pass its filters
+ * ([[FilteredKeyRange]]: a month of orders written in arrival order is a narrow id range); the
+ * scan to prune must be in some order on the key ([[RowGroupOverlap]], `bigSide.maxRowGroupOverlap`)
+ * and the estimated range must rule out at least `bigSide.minSkippedRowShare` of its sampled
+ * rows (or of its partitions). Line items in no order, or orders whose dates do not follow their
+ * ids (TPC-H's), leave the plan as it is.
+ *
+ * '''Spark's own run-time filters.''' Dynamic partition pruning covers a partition column when
+ * the join broadcasts the side (or `reuseBroadcastOnly` is off): the rule then leaves that column
+ * to it. Spark's bloom filter (`spark.sql.optimizer.runtime.bloomFilter.enabled`) tests rows
+ * after the scan; this range skips row groups before it; both may apply to one scan, and their
+ * aggregates over the same side are merged into one where Spark's `MergeScalarSubqueries` can.
+ *
+ * '''When it must not fire''' (each is a skipped decision with the reason):
+ *  - as for [[JoinKeyValuePushdown]]: the preserved side of an outer join, either side of an
+ *    anti join, the right side of a semi join; a key joined with `<=>`; a key that does not
+ *    reach a Parquet data column or a partition column as it is; a floating-point key;
+ *  - the other side is small enough for [[JoinKeyValuePushdown]] (it evaluates it while planning),
+ *    or is not deterministic, a stream, correlated or a CTE reference;
+ *  - the cost check above finds nothing to skip, or the footers do not tell (the side's key is
+ *    not a Parquet column, its statistics are missing);
+ *  - ORC data columns (the cost check reads Parquet footers only), and on Spark 3.5 every data
+ *    column: its file scan takes no run-time values as pushed filters (partition columns only).
+ */
+case class RuntimeValueSetPushdown(session: SparkSession) extends HiveJoinOptsLogicalRule
+  with PredicateHelper {
+
+  override def family: Family = MapJoinPruning
+
+  override def flag: Flag[Boolean] = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_ENABLED
+
+  override protected def rewrite(plan: LogicalPlan): LogicalPlan = plan match {
+    case s: Subquery if s.correlated => plan
+    case _ if plan.isStreaming => plan
+    case _ => new Pass().run(plan)
+  }
+
+  /** The rule's work on one plan: settings read once, one time budget. */
+  private class Pass {
+    private val settings = PruningSettings(conf)
+    import settings._
+    private val deadline = System.nanoTime() + timeoutMs * 1000000L
+    private val sides = new PruningSides(session, settings, deadline)
+
+    def run(plan: LogicalPlan): LogicalPlan =
+      plan.transformUpWithPruning(_.containsAnyPattern(JOIN, IN_SUBQUERY)) {
+        case j: Join if j.getTagValue(RuntimeValueSetPushdown.Decided).isEmpty =>
+          j.setTagValue(RuntimeValueSetPushdown.Decided, ())
+          considerJoin(j)
+        case f @ Filter(condition, _) if condition.containsPattern(IN_SUBQUERY) &&
+            f.getTagValue(RuntimeValueSetPushdown.Decided).isEmpty =>
+          f.setTagValue(RuntimeValueSetPushdown.Decided, ())
+          considerInSubqueries(f)
+      }
+
+    private def considerJoin(j: Join): LogicalPlan = {
+      val candidate = Candidates.join(j)
+      val keys = JoinKeys.equalities(j)
+      val bigSides = JoinSide.both.filter(JoinSides(j.joinType).dropsUnmatched)
+      if (evaluatedWhilePlanning(j)) {
+        j
+      } else if (bigSides.isEmpty) {
+        skipped(candidate, s"a ${j.joinType.sql} join keeps rows without a match on every side " +
+          "it could prune")
+        j
+      } else if (keys.isEmpty) {
+        skipped(candidate, "no `=` between the two sides to take values from")
+        j
+      } else {
+        val options = bigSides.map { side =>
+          val broadcast = SparkJoinSelection.broadcastSide(j, keys.map(_._1), conf)
+          side -> plan(side.name, side.of(j), side.other.of(j),
+            keys.map(k => side.pick(k, k.swap)), broadcast.contains(side.other.pick(BuildLeft, BuildRight)))
+        }
+        options.collectFirst { case (side, Right(p)) => side -> p } match {
+          case Some((side, p)) =>
+            side.withInputs(j, applied(candidate, p), side.other.of(j))
+          case None =>
+            skipped(candidate, options.collect { case (_, Left(why)) => why }.distinct
+              .mkString("; "))
+            j
+        }
+      }
+    }
+
+    /** Uncorrelated `k IN (SELECT ...)` conjuncts prune the filter's child the same way. */
+    private def considerInSubqueries(f: Filter): LogicalPlan = {
+      val conjuncts = splitConjunctivePredicates(f.condition)
+      if (!conjuncts.forall(_.deterministic)) return f
+      var child = f.child
+      conjuncts.foreach {
+        case in @ InSubquery(values, query) if query.outerAttrs.isEmpty &&
+            query.joinCond.isEmpty && !evaluatedWhilePlanning(query.plan) =>
+          val candidate = s"IN subquery ${Candidates.tables(child)} x " +
+            s"${Candidates.tables(query.plan)} on ${Candidates.abbreviate(in.sql)}"
+          val broadcast = Try(query.plan.stats.sizeInBytes)
+            .toOption.exists(_ <= conf.autoBroadcastJoinThreshold)
+          plan("filtered", child, query.plan, values.zip(query.plan.output.take(values.size)),
+              broadcast) match {
+            case Left(why) => skipped(candidate, why)
+            case Right(p) =>
+              child = applied(candidate, p)
+          }
+        case _ =>
+      }
+      if (child eq f.child) f else f.copy(child = child)
+    }
+
+    /** Decided by [[JoinKeyValuePushdown]], which evaluated the side while planning. */
+    private def evaluatedWhilePlanning(p: LogicalPlan): Boolean =
+      p.getTagValue(JoinKeyValuePushdown.Evaluated).isDefined ||
+        p.children.exists(_.getTagValue(JoinKeyValuePushdown.EvaluatedSide).isDefined)
+
+    /** The range filters for `big` from `small`'s run-time values, or why there are none. */
+    private def plan(
+        sideName: String,
+        big: LogicalPlan,
+        small: LogicalPlan,
+        keys: Seq[(Expression, Expression)],
+        smallBroadcast: Boolean): Either[String, RuntimePlan] = {
+      lazy val (traced, notPushed) = sides.trace(big, keys)
+      lazy val targets = traced.map(k => k.copy(targets =
+        k.targets.filter(runtimeUse(_, smallBroadcast).isEmpty))).filter(_.targets.nonEmpty)
+      lazy val bigBytes = sides.scanBytes(targets)
+      lazy val smallBytes = Try(small.stats.sizeInBytes).getOrElse(BigInt(0))
+      lazy val unsuitable = sides.unsuitableSmallSide(small)
+      def why(s: String): Either[String, RuntimePlan] = Left(s"$sideName side: $s")
+      if (sides.tooBigToEvaluate(small).isEmpty) {
+        why("the other side is small enough for JoinKeyValuePushdown to evaluate while planning")
+      } else if (unsuitable.isDefined) {
+        why(s"the other side ${unsuitable.get}")
+      } else if (targets.isEmpty) {
+        why((notPushed ++ traced.flatMap(_.targets).flatMap(runtimeUse(_, smallBroadcast)))
+          .distinct.mkString(", "))
+      } else if (bigBytes < minBigBytes) {
+        why(s"the scans to prune are estimated at $bigBytes bytes, under $minBigBytes " +
+          "(bigSide.minBytes)")
+      } else if (bigBytes <= smallBytes) {
+        why(s"the scans to prune ($bigBytes bytes) are not bigger than the other side " +
+          s"($smallBytes bytes)")
+      } else {
+        val judged = targets.map(k => k -> estimate(small, k))
+        val paying = judged.flatMap { case (k, e) =>
+          e.toOption.map { est =>
+            k -> k.targets.map(t => t -> skippedShare(t, est))
+              .filter(_._2.exists(_ >= minSkippedRowShare))
+          }
+        }.filter(_._2.nonEmpty)
+        if (paying.isEmpty) {
+          why(judged.map {
+            case (k, Left(reason)) => s"${k.name}: $reason"
+            case (k, Right(est)) => s"${k.name}: the other side's estimated range " +
+              s"[${est.lo}, ${est.hi}] rules out less than $minSkippedRowShare " +
+              "(bigSide.minSkippedRowShare) of the rows or partitions of " +
+              k.targets.map(_.describe).mkString(", ")
+          }.mkString("; "))
+        } else {
+          Right(RuntimePlan(sideName, big, small, paying.map { case (k, ts) =>
+            (k, judged.find(_._1 eq k).get._2.toOption.get, ts.map(t => t._1 -> t._2.get))
+          }, smallBytes, bigBytes))
+        }
+      }
+    }
+
+    /**
+     * Why a scan cannot take a run-time range on its column, if it cannot. Spark's dynamic
+     * partition pruning takes a partition column where it reuses the other side's broadcast
+     * (or may run its own aggregate: `reuseBroadcastOnly` off), with the exact set of values.
+     */
+    private def runtimeUse(t: Target, smallBroadcast: Boolean): Option[String] =
+      if (t.keyType != t.column.dataType) {
+        Some(s"${t.describe}: the key reaches it through a cast")
+      } else t.use match {
+        case ScanUse.PartitionPruning => t.scan match {
+          case FileRelation(fs) if fs.location.isInstanceOf[PartitioningAwareFileIndex] =>
+            if (conf.dynamicPartitionPruningEnabled && (smallBroadcast ||
+                !conf.getConfString("spark.sql.optimizer.dynamicPartitionPruning." +
+                  "reuseBroadcastOnly", "true").toBoolean)) {
+              Some(s"${t.describe}: Spark's dynamic partition pruning covers it")
+            } else None
+          case _ => Some(s"${t.describe}: its partitions are not listed while planning")
+        }
+        case ScanUse.PushedFilter("Parquet") if SparkShims.scanPushesScalarSubqueries => None
+        case ScanUse.PushedFilter("Parquet") =>
+          Some(s"${t.describe}: this Spark line's file scan takes no run-time values as " +
+            "pushed filters")
+        case _ => Some(s"${t.describe}: the cost check reads Parquet footers only")
+      }
+
+    /** The other side's key range from its footers under its own filters. */
+    private def estimate(small: LogicalPlan, k: TracedKey)
+        : Either[String, FilteredKeyRange.Estimate] = {
+      val walk = ValueSetPushdown.walk(small, k.smallKey, _ => None)
+      val estimates = walk.targets.map { t =>
+        (t.use, t.scan) match {
+          case (ScanUse.PushedFilter("Parquet"), FileRelation(fs)) =>
+            FilteredKeyRange.of(session, fs, t.column.name, filtersOn(small, t.scan),
+              skipFilesMaxFiles, deadline).toRight(s"the footers of ${t.table} do not bound " +
+              s"${t.column.name}")
+          case _ => Left(s"${t.describe} has no Parquet footers to bound the other side's key")
+        }
+      }
+      if (walk.targets.isEmpty) {
+        Left(s"the other side's key ${k.smallKey.sql} reaches no scan " +
+          s"(${walk.blocked.mkString(", ")})")
+      } else {
+        estimates.collectFirst { case Left(e) => e }.toLeft {
+          val all = estimates.map(_.toOption.get)
+          all.reduce((a, b) => FilteredKeyRange.Estimate(
+            FilteredKeyRange.ordering.min(a.lo, b.lo), FilteredKeyRange.ordering.max(a.hi, b.hi),
+            a.rowGroups + b.rowGroups, a.passing + b.passing))
+        }
+      }
+    }
+
+    /** The conjuncts of the filters right above `scan` (through projections) on its columns. */
+    private def filtersOn(plan: LogicalPlan, scan: LogicalPlan): Seq[Expression] = {
+      def below(p: LogicalPlan): LogicalPlan = p match {
+        case Project(_, c) => below(c)
+        case other => other
+      }
+      plan.collect {
+        case Filter(condition, child) if below(child) eq scan =>
+          splitConjunctivePredicates(condition).filter(_.references.subsetOf(scan.outputSet))
+      }.flatten
+    }
+
+    /** The share of the target's sampled rows (Parquet) or partitions the range rules out. */
+    private def skippedShare(t: Target, est: FilteredKeyRange.Estimate): Option[Double] =
+      (t.use, t.scan) match {
+        case (ScanUse.PartitionPruning, FileRelation(fs)) => fs.location match {
+          case index: PartitioningAwareFileIndex =>
+            val i = fs.partitionSchema.fieldNames.indexWhere(_.equalsIgnoreCase(t.column.name))
+            val values = index.partitionSpec().partitions.map(_.values)
+              .map(v => FilteredKeyRange.inRange(v.get(i, t.column.dataType), est))
+            if (values.isEmpty || i < 0) None
+            else Some(values.count(_.contains(false)).toDouble / values.size)
+          case _ => None
+        }
+        case (ScanUse.PushedFilter("Parquet"), FileRelation(fs))
+            if fs.fileFormat.isInstanceOf[ParquetFileFormat] =>
+          RowGroupOverlap.rowShareMayHold(session, fs, t.column.name, t.column.dataType,
+            Kept.Between(est.lo, est.hi), sampleFiles, deadline).map(1 - _)
+        case _ => None
+      }
+
+    /** The pruned side, its scans under the range filters; logs the decision. */
+    private def applied(candidate: String, p: RuntimePlan): LogicalPlan = {
+      val perKey = p.keys.map { case (k, est, targets) =>
+        val (lo, hi) = RuntimeValueSetPushdown.bounds(k.smallKey, p.small)
+        (k, est, targets, lo, hi)
+      }
+      var big = p.big
+      perKey.foreach { case (k, _, targets, lo, hi) =>
+        big = ValueSetPushdown.walk(big, k.bigKey, { t =>
+          targets.find(_._1 == t).map { _ =>
+            Filter(And(GreaterThanOrEqual(t.column, lo), LessThanOrEqual(t.column, hi)), t.scan)
+          }
+        }).plan
+      }
+      val ranges: Seq[(String, Any)] = perKey.flatMap { case (k, est, ts, _, _) =>
+        (s"estimatedRange(${k.name})", s"[${est.lo}, ${est.hi}] (${est.passing} of " +
+          s"${est.rowGroups} row groups of the other side may pass its filters)") +:
+          ts.map { case (t, share) =>
+            (s"estimatedSkipped(${t.describe})", f"${share * 100}%.1f%%")
+          }
+      }
+      val numbers = Seq[(String, Any)]("otherSideEstimatedBytes" -> p.smallBytes,
+        "prunedScansEstimatedBytes" -> p.bigBytes) ++ ranges
+      fired(candidate, s"the ${p.sideName} side gets the other side's run-time min/max of " +
+        s"${p.keys.map(_._1.name).mkString(", ")} (computed as the query runs, before the " +
+        s"scan reads) in ${p.keys.flatMap(_._3.map(_._1.describe)).distinct.mkString(", ")}",
+        numbers: _*)
+      big
+    }
+  }
+}
+
+/** What the rule adds for one join: per key, the other side's estimate and the scans pruned. */
+private[mapjoinpruning] final case class RuntimePlan(
+    sideName: String,
+    big: LogicalPlan,
+    small: LogicalPlan,
+    keys: Seq[(TracedKey, FilteredKeyRange.Estimate, Seq[(Target, Double)])],
+    smallBytes: BigInt,
+    bigBytes: BigInt)
+
+object RuntimeValueSetPushdown {
+  /** Marks a join or IN filter the rule has decided on, so that another run leaves it. */
+  val Decided: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.runtimeValueSet")
+
+  /**
+   * The minimum and maximum of `key` over `side`, as two scalar subqueries over one aggregate of
+   * the side's key: Spark runs that aggregate once (the subqueries share its plan, merged or
+   * reused) and each subquery stays a plain scalar subquery, which is what the file scan turns
+   * into a pushed filter (a subquery merged into a struct of both would not be). The `LIMIT 1`
+   * over each keeps Spark from merging the two into one struct.
+   */
+  private[mapjoinpruning] def bounds(key: Expression, side: LogicalPlan)
+      : (Expression, Expression) = {
+    val projected = Project(Seq(Alias(key, "value_set_key")()), side)
+    val k: Attribute = projected.output.head
+    val minMax = Aggregate(Nil, Seq(
+      Alias(Min(k).toAggregateExpression(), "value_set_min")(),
+      Alias(Max(k).toAggregateExpression(), "value_set_max")()), projected)
+    def bound(i: Int) =
+      ScalarSubquery(Limit(Literal(1), Project(Seq(minMax.output(i)), minMax)))
+    (bound(0), bound(1))
+  }
+}

@@ -1,0 +1,154 @@
+package hivejoinopts.scan
+
+import org.apache.parquet.io.api.Binary
+import org.apache.parquet.schema.LogicalTypeAnnotation.{DateLogicalTypeAnnotation, IntLogicalTypeAnnotation, StringLogicalTypeAnnotation}
+import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * How wide a filtered Parquet table's key can be, from its footers alone: the union of the key's
+ * [min, max] over the row groups whose statistics may pass the filter's simple conjuncts
+ * (`column op literal` with `=`, `<`, `<=`, `>`, `>=`, `IN`, on integers, dates and strings).
+ *
+ * It is an estimate for a cost check, never a filter: a conjunct it cannot judge lets every row
+ * group pass (the range only widens), and of a table with more than `maxFiles` files a sample
+ * is read. On data written in arrival order (order ids rising with dates) a month of orders
+ * comes out as the narrow id range of that month; where the filter's column is in no order
+ * every row group passes and the range is the whole table's.
+ */
+private[hivejoinopts] object FilteredKeyRange {
+
+  /** The key's range as longs (integers and dates) or UTF8 strings, and how it was read. */
+  final case class Estimate(lo: Any, hi: Any, rowGroups: Int, passing: Int)
+
+  /**
+   * The key range of `relation`'s rows that may pass `conjuncts` (over its columns), or None
+   * when the footers do not tell (no statistics on the key, a footer not read by the deadline,
+   * or no row group may pass: nothing to bound).
+   */
+  def of(
+      session: SparkSession,
+      relation: HadoopFsRelation,
+      key: String,
+      conjuncts: Seq[Expression],
+      maxFiles: Int,
+      deadlineNanos: Long): Option[Estimate] = {
+    val files = RowGroupOverlap.sample(session, relation, maxFiles)
+    def read(column: String) =
+      ParquetFooters.column(files, column, session, relation.options, deadlineNanos)
+    val tests = conjuncts.flatMap(test)
+    val keyChunks = read(key)
+    val testChunks = tests.map { case (column, t) => (read(column), t) }
+    if (files.isEmpty || keyChunks.exists(_.isEmpty)) return None
+    val ranges = keyChunks.indices.flatMap { f =>
+      val chunks = keyChunks(f).get
+      chunks.rowGroups.indices.map { g =>
+        val passes = testChunks.forall { case (columnChunks, t) =>
+          columnChunks(f).forall { c =>
+            c.rowGroups.lift(g).forall(rg => rg.rows == 0 || rg.range.forall { case (min, max) =>
+              (value(c.primitive, min), value(c.primitive, max)) match {
+                case (Some(lo), Some(hi)) => t(lo, hi)
+                case _ => true
+              }
+            })
+          }
+        }
+        (passes, chunks.rowGroups(g).range.flatMap { case (min, max) =>
+          for (lo <- value(chunks.primitive, min); hi <- value(chunks.primitive, max))
+            yield (lo, hi)
+        }, chunks.rowGroups(g).rows)
+      }
+    }
+    val passing = ranges.filter(r => r._1 && r._3 > 0)
+    if (passing.isEmpty || passing.exists(_._2.isEmpty)) None
+    else {
+      val bounds = passing.flatMap(_._2)
+      Some(Estimate(bounds.map(_._1).min(ordering), bounds.map(_._2).max(ordering),
+        ranges.size, passing.size))
+    }
+  }
+
+  /** A footer statistic as a long (signed integers, dates) or a UTF8 string; else None. */
+  private def value(primitive: org.apache.parquet.schema.PrimitiveType, stat: Any): Option[Any] =
+    (primitive.getPrimitiveTypeName, primitive.getLogicalTypeAnnotation, stat) match {
+      case (PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64, a, n: Number)
+          if a == null || a.isInstanceOf[DateLogicalTypeAnnotation] ||
+            a.isInstanceOf[IntLogicalTypeAnnotation] &&
+              a.asInstanceOf[IntLogicalTypeAnnotation].isSigned =>
+        Some(n.longValue)
+      case (PrimitiveTypeName.BINARY, _: StringLogicalTypeAnnotation, b: Binary) =>
+        Some(UTF8String.fromBytes(b.getBytes))
+      case _ => None
+    }
+
+  /** A literal's value in the statistics' domain. */
+  private def literal(l: Literal): Option[Any] = l.value match {
+    case null => None
+    case n: java.lang.Integer => Some(n.longValue)
+    case n: java.lang.Long => Some(n.longValue)
+    case n: java.lang.Short => Some(n.longValue)
+    case n: java.lang.Byte => Some(n.longValue)
+    case s: UTF8String => Some(s)
+    case _ => None
+  }
+
+  /** Whether a partition value (internal, of an integer, date or string column) lies in the
+   * estimate's range; None when it cannot be compared. */
+  def inRange(v: Any, est: Estimate): Option[Boolean] = v match {
+    case s: UTF8String => within(s, est)
+    case n: java.lang.Number if !v.isInstanceOf[java.math.BigDecimal] &&
+        !v.isInstanceOf[java.lang.Double] && !v.isInstanceOf[java.lang.Float] =>
+      within(n.longValue, est)
+    case _ => None
+  }
+
+  private def within(v: Any, est: Estimate): Option[Boolean] = (v, est.lo, est.hi) match {
+    case (_: Long, _: Long, _: Long) | (_: UTF8String, _: UTF8String, _: UTF8String) =>
+      Some(ordering.compare(est.lo, v) <= 0 && ordering.compare(v, est.hi) <= 0)
+    case _ => None
+  }
+
+  /** Orders the estimate's values: longs with longs, strings with strings. */
+  val ordering: Ordering[Any] = new Ordering[Any] {
+    override def compare(a: Any, b: Any): Int = (a, b) match {
+      case (x: Long, y: Long) => java.lang.Long.compare(x, y)
+      case (x: UTF8String, y: UTF8String) => x.binaryCompare(y)
+      case _ => throw new IllegalArgumentException(s"cannot compare $a and $b")
+    }
+  }
+
+  /** Whether a row group may hold a row passing the conjunct: (column, test of [min, max]). */
+  private def test(conjunct: Expression): Option[(String, (Any, Any) => Boolean)] = {
+    def cmp(a: Any, b: Any): Option[Int] = (a, b) match {
+      case (_: Long, _: Long) | (_: UTF8String, _: UTF8String) => Some(ordering.compare(a, b))
+      case _ => None
+    }
+    def on(a: Attribute, l: Literal)(t: (Any, Any, Any) => Boolean) =
+      literal(l).map(v => a.name -> ((lo: Any, hi: Any) =>
+        cmp(lo, v).isEmpty || cmp(hi, v).isEmpty || t(lo, hi, v)))
+    def le(a: Any, b: Any) = cmp(a, b).forall(_ <= 0)
+    def lt(a: Any, b: Any) = cmp(a, b).forall(_ < 0)
+    conjunct match {
+      case EqualTo(a: Attribute, l: Literal) => on(a, l)((lo, hi, v) => le(lo, v) && le(v, hi))
+      case EqualTo(l: Literal, a: Attribute) => on(a, l)((lo, hi, v) => le(lo, v) && le(v, hi))
+      case GreaterThan(a: Attribute, l: Literal) => on(a, l)((_, hi, v) => lt(v, hi))
+      case GreaterThanOrEqual(a: Attribute, l: Literal) => on(a, l)((_, hi, v) => le(v, hi))
+      case LessThan(a: Attribute, l: Literal) => on(a, l)((lo, _, v) => lt(lo, v))
+      case LessThanOrEqual(a: Attribute, l: Literal) => on(a, l)((lo, _, v) => le(lo, v))
+      case GreaterThan(l: Literal, a: Attribute) => test(LessThan(a, l))
+      case GreaterThanOrEqual(l: Literal, a: Attribute) => test(LessThanOrEqual(a, l))
+      case LessThan(l: Literal, a: Attribute) => test(GreaterThan(a, l))
+      case LessThanOrEqual(l: Literal, a: Attribute) => test(GreaterThanOrEqual(a, l))
+      case In(a: Attribute, list) if list.forall(_.isInstanceOf[Literal]) =>
+        val values = list.map(l => literal(l.asInstanceOf[Literal]))
+        if (values.exists(_.isEmpty)) None
+        else Some(a.name -> ((lo: Any, hi: Any) =>
+          values.flatten.exists(v => le(lo, v) && le(v, hi))))
+      case _ => None
+    }
+  }
+}

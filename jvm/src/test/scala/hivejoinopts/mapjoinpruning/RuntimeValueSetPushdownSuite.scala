@@ -1,0 +1,210 @@
+package hivejoinopts.mapjoinpruning
+
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.execution.FileSourceScanExec
+import org.apache.spark.sql.internal.SQLConf
+
+import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.compat.SparkShims
+import hivejoinopts.log.Decision
+
+/**
+ * Orders written in arrival order (ids rising with months) joined to their items: a month of
+ * orders is too big to evaluate while planning (`smallSide.maxBytes` is 1 byte here), so the
+ * items' scan gets the month's id range as the query runs.
+ */
+class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
+
+  private val Orders = 20000
+  private val ItemsPerOrder = 4
+  private def items = Orders * ItemsPerOrder
+
+  override protected def sparkConf = super.sparkConf
+    .set(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES.key, "1b")
+
+  private def runtimeDecisions(df: DataFrame): Seq[Decision] =
+    decisionsOf(df).filter(_.rule == "RuntimeValueSetPushdown")
+
+  /**
+   * `orders` (id, month: 20 months of 1,000 ids each, id NULL on every 97th row with
+   * `nullKeys`) and `items` (4 per order, `o` of `keyType`), both in small row groups; the items
+   * sorted by order id, or in no order.
+   */
+  private def withOrders(
+      sorted: Boolean = true,
+      keyType: String = "bigint",
+      nullKeys: Boolean = false,
+      partitioned: Boolean = false)(f: => Unit): Unit = {
+    def key(e: String) = keyType match {
+      case "string" => s"lpad(CAST($e AS STRING), 8, '0')"
+      case other => s"CAST($e AS $other)"
+    }
+    val nullable = if (nullKeys) "IF(id % 97 = 5, NULL, id)" else "id"
+    table("orders", spark.range(0, Orders, 1, 4).selectExpr(s"${key(nullable)} AS id",
+      s"CAST(id DIV 1000 AS INT) AS month", "id % 13 AS prio",
+      s"CAST(id DIV 4000 AS INT) AS p").sortWithinPartitions("id"),
+      Map("parquet.block.size" -> "8192"))
+    val itemRows = spark.range(0, items, 1, 4).selectExpr(
+      s"${key(if (nullKeys) s"IF(id % 89 = 3, NULL, id DIV $ItemsPerOrder)"
+        else s"id DIV $ItemsPerOrder")} AS o",
+      "id AS v", s"CAST(id DIV ($ItemsPerOrder * 4000) AS INT) AS part")
+    val laid = if (sorted) itemRows.sortWithinPartitions("o")
+      else itemRows.repartition(4).sortWithinPartitions("v")
+    if (partitioned) {
+      val path = s"${java.nio.file.Files.createTempDirectory("items").toFile}/items"
+      laid.write.partitionBy("part").option("parquet.block.size", "8192").parquet(path)
+      spark.read.parquet(path).createOrReplaceTempView("items")
+    } else {
+      table("items", if (sorted) laid else laid.selectExpr("o", "v", "part").orderBy("v")
+        .repartition(4), Map("parquet.block.size" -> "8192"))
+    }
+    f
+  }
+
+  private val monthQuery =
+    "SELECT count(*), sum(v), count(o) FROM items JOIN orders ON items.o = orders.id " +
+      "WHERE orders.month = 7"
+
+  private def itemsScan(plan: org.apache.spark.sql.execution.SparkPlan): FileSourceScanExec =
+    scanOf(plan, "items")
+
+  test("a month of orders prunes the sorted items' Parquet scan as the query runs") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    withOrders() {
+      val (off, on) = offAndOn(sql(monthQuery))
+      assert(!pushed(itemsScan(off)).contains("ScalarSubquery"), pushed(itemsScan(off)))
+      assert(pushed(itemsScan(on)).contains("GreaterThanOrEqual(o,ScalarSubquery"),
+        pushed(itemsScan(on)))
+      assert(rowsRead(itemsScan(off)) == items)
+      assert(rowsRead(itemsScan(on)) < items / 5, rowsRead(itemsScan(on)))
+      val Seq(d) = runtimeDecisions(sql(monthQuery))
+      assert(d.fired, d)
+      // The month's ids, 7000 to 7999, lie within the range its footers give.
+      val Array(lo, hi) = d.numbers.toMap.apply("estimatedRange(items.o)").stripPrefix("[")
+        .takeWhile(_ != ']').split(", ").map(_.toLong)
+      assert(lo <= 7000 && hi >= 7999 && hi - lo < 4000, d)
+      // The planning-time rule stepped aside: the month is over its bounds.
+      val planning = decisionsOf(sql(monthQuery)).filter(_.rule == Rule)
+      assert(planning.forall(!_.fired), planning)
+    }
+  }
+
+  test("the same answer for every join type, NULL keys on both sides, adaptive on and off") {
+    withOrders(nullKeys = true) {
+      val joins = Seq(
+        "SELECT count(*), sum(v) FROM items JOIN orders ON o = id WHERE month = 7",
+        "SELECT count(*), sum(v), count(id) FROM orders LEFT JOIN items ON o = id WHERE month = 7",
+        "SELECT count(*), sum(v) FROM items RIGHT JOIN orders ON o = id WHERE month = 7",
+        "SELECT count(*), sum(v), count(id) FROM items LEFT JOIN " +
+          "(SELECT * FROM orders WHERE month = 7) ON o = id",
+        "SELECT count(*), sum(v) FROM items FULL JOIN " +
+          "(SELECT * FROM orders WHERE month = 7) ON o = id",
+        "SELECT count(*), sum(v) FROM items WHERE o IN (SELECT id FROM orders WHERE month = 7)",
+        "SELECT count(*), sum(v) FROM items LEFT SEMI JOIN orders ON o = id AND month = 7",
+        "SELECT count(*), sum(v) FROM items LEFT ANTI JOIN " +
+          "(SELECT * FROM orders WHERE month = 7) ON o = id",
+        "SELECT count(*), sum(v) FROM items JOIN orders ON o <=> id WHERE month = 7",
+        "SELECT count(*) FROM items JOIN orders ON o = id WHERE month = 99")
+      for (adaptive <- Seq("true", "false"); q <- joins) {
+        withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive) {
+          checkSameAnswer(sql(q))
+        }
+      }
+      if (SparkShims.scanPushesScalarSubqueries) {
+        assert(runtimeDecisions(sql(joins(5))).exists(_.fired))
+        assert(runtimeDecisions(sql(joins(1))).exists(_.fired))
+      }
+    }
+  }
+
+  test("keys of other types: the same answer; string keys pruned, casts left alone") {
+    for (keyType <- Seq("int", "smallint", "string", "decimal(12,0)", "date")) {
+      val typed = if (keyType == "date") "date_add(DATE'2000-01-01', CAST(id AS INT))" else "id"
+      withOrders(keyType = if (keyType == "date") "int" else keyType) {
+        val q = if (keyType == "date") {
+          s"SELECT count(*), sum(v) FROM (SELECT *, date_add(DATE'2000-01-01', CAST(o AS INT)) " +
+            s"AS od FROM items) i JOIN (SELECT *, $typed AS d FROM orders) x ON i.od = x.d " +
+            "WHERE month = 7"
+        } else {
+          "SELECT count(*), sum(v) FROM items JOIN orders ON o = id WHERE month = 7"
+        }
+        checkSameAnswer(sql(q))
+        val fired = runtimeDecisions(sql(q)).exists(_.fired)
+        if (Seq("int", "smallint", "string").contains(keyType) &&
+            SparkShims.scanPushesScalarSubqueries) {
+          assert(fired, keyType)
+        }
+        if (keyType == "date") assert(!fired, keyType)
+      }
+    }
+    withOrders(keyType = "int") {
+      val q = "SELECT count(*) FROM items JOIN orders ON CAST(o AS BIGINT) = CAST(id AS BIGINT) " +
+        "WHERE month = 7"
+      checkSameAnswer(sql(q))
+    }
+  }
+
+  test("items in no order: the cost check steps aside before anything runs") {
+    withOrders(sorted = false) {
+      checkSameAnswer(sql(monthQuery))
+      val Seq(d) = runtimeDecisions(sql(monthQuery))
+      assert(!d.fired, d)
+      assert(d.reason.contains("in no order") || d.reason.contains("rules out less"), d)
+    }
+  }
+
+  test("orders whose months do not follow their ids: nothing to skip, the plan stays") {
+    withOrders() {
+      val q = "SELECT count(*), sum(v) FROM items JOIN orders ON o = id WHERE prio = 3"
+      checkSameAnswer(sql(q))
+      val Seq(d) = runtimeDecisions(sql(q))
+      assert(!d.fired, d)
+      assert(d.reason.contains("rules out less"), d)
+    }
+  }
+
+  test("the preserved side of an outer join and a small side are left alone") {
+    withOrders() {
+      val q = "SELECT count(*), count(id) FROM items LEFT JOIN " +
+        "(SELECT * FROM orders WHERE month = 7) ON o = id"
+      checkSameAnswer(sql(q))
+      assert(runtimeDecisions(sql(q)).forall(!_.fired))
+      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES.key -> "10m") {
+        // Evaluated while planning: the run-time rule has nothing to add.
+        assert(decisionsOf(sql(monthQuery)).exists(d => d.rule == Rule && d.fired))
+        assert(runtimeDecisions(sql(monthQuery)).isEmpty)
+        withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_JOIN_KEY_VALUE_PUSHDOWN_ENABLED.key ->
+            "false") {
+          val Seq(d) = runtimeDecisions(sql(monthQuery))
+          assert(!d.fired && d.reason.contains("small enough"), d)
+        }
+      }
+    }
+  }
+
+  test("a partition column: partitions pruned as the scan starts, on every Spark line") {
+    withOrders(partitioned = true) {
+      val q = "SELECT count(*), sum(v) FROM items JOIN orders ON part = orders.p WHERE month = 7"
+      // Broadcast: Spark's dynamic partition pruning reuses the broadcast for the exact set.
+      val Seq(broadcast) = runtimeDecisions(sql(q))
+      assert(!broadcast.fired && broadcast.reason.contains("dynamic partition pruning"), broadcast)
+      // A shuffle join: no broadcast to reuse, and the month's range prunes the partitions.
+      withSQLConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
+        val (off, on) = offAndOn(sql(q))
+        val filesOff = scanOf(off, "items").metrics("numFiles").value
+        val filesOn = scanOf(on, "items").metrics("numFiles").value
+        assert(runtimeDecisions(sql(q)).exists(_.fired), runtimeDecisions(sql(q)))
+        assert(filesOn < filesOff, s"$filesOn of $filesOff files")
+      }
+    }
+  }
+
+  test("with the flag off, the plan is Spark's") {
+    withOrders() {
+      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_ENABLED.key -> "false") {
+        assert(!pushed(itemsScan(executedPlan(sql(monthQuery)))).contains("ScalarSubquery"))
+        assert(runtimeDecisions(sql(monthQuery)).forall(!_.fired))
+      }
+    }
+  }
+}
