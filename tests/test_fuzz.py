@@ -54,6 +54,19 @@ def test_fuzzed_queries_with_every_rule_crossed(spark, tmp_path, request):
     assert report.statuses["too_big"] <= queries // 10, report.summary()
 
 
+def test_fuzzed_queries_with_runtime_value_sets(spark, tmp_path, request):
+    """Every join side too big to evaluate while planning, so map-join pruning takes its run-time
+    path (min/max subqueries into the other side's scans), with every other rule at its most
+    eager: every answer must stay Spark's, and the run-time value sets must fire."""
+    queries = max(request.config.getoption("--fuzz-queries") // 5, 20)
+    seed = request.config.getoption("--fuzz-seed")
+    report = fuzz(spark, queries, seed + 3, tmp_path, profile="runtime-value-sets")
+    print(report.summary())
+    assert not report.failures, report.summary()
+    assert report.fired["RuntimeValueSetPushdown"] >= queries // 10, report.summary()
+    assert report.fired["JoinKeyValuePushdown"] == 0, report.summary()
+
+
 # Queries the fuzzer once found wrong (seed, query number), each kept as a regression test.
 REGRESSIONS = [
     # A merged outer join of two aggregates, joined on the NULL-padded side's key, split for skew:

@@ -54,6 +54,9 @@ def draw_settings(rnd: random.Random) -> dict[str, str]:
         PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap": rnd.choice(["0.5", "1"]),
         # 0 checks nothing; 10 counts the coarser key in a sample of a plain input.
         PREFIX + "correlation.coarsenJoinShuffle.minDistinctKeys": rnd.choice(["0", "0", "10"]),
+        # 1b: every join side is too big to evaluate while planning, so map-join pruning takes
+        # its run-time path (drawn last: the draws above stay those of earlier seeds).
+        PREFIX + "mapJoinPruning.smallSide.maxBytes": rnd.choice(["10m", "10m", "10m", "1b"]),
     }
 
 
@@ -88,10 +91,19 @@ PROFILES: dict[str, dict[str, str]] = {
         PREFIX + "mapJoinPruning.bigSide.minSkippedRowShare": "0",
     },
 }
+# Run-time value sets wherever the footers allow: every join side counts as too big to evaluate
+# while planning, so map-join pruning takes its run-time path, with every other rule as eager as
+# in crossed-rules.
+PROFILES["runtime-value-sets"] = {
+    **PROFILES["crossed-rules"],
+    PREFIX + "mapJoinPruning.smallSide.maxBytes": "1b",
+    PREFIX + "mapJoinPruning.bigSide.minBytes": "0",
+}
 
 # The shapes a profile draws instead of the generator's usual mix (QueryGenerator.SHAPES).
 PROFILE_SHAPES: dict[str, dict[str, int]] = {
     "crossed-rules": {"crossed": 60, "coarsen": 15, "skew": 10, "subquery": 5, "general": 10},
+    "runtime-value-sets": {"small_side": 45, "crossed": 25, "subquery": 15, "general": 15},
 }
 
 

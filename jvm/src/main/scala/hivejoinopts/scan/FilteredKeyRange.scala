@@ -9,6 +9,8 @@ import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation
 import org.apache.spark.unsafe.types.UTF8String
 
+import hivejoinopts.compat.SparkShims
+
 /**
  * How wide a filtered Parquet table's key can be, from its footers alone: the union of the key's
  * [min, max] over the row groups whose statistics may pass the filter's simple conjuncts
@@ -116,7 +118,7 @@ private[hivejoinopts] object FilteredKeyRange {
   val ordering: Ordering[Any] = new Ordering[Any] {
     override def compare(a: Any, b: Any): Int = (a, b) match {
       case (x: Long, y: Long) => java.lang.Long.compare(x, y)
-      case (x: UTF8String, y: UTF8String) => x.binaryCompare(y)
+      case (x: UTF8String, y: UTF8String) => SparkShims.compareBytes(x, y)
       case _ => throw new IllegalArgumentException(s"cannot compare $a and $b")
     }
   }
