@@ -11,6 +11,7 @@ import org.apache.spark.sql.execution.{CommandExecutionMode, SQLExecution}
 
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.log.{Decision, DecisionLog, PlanningWork}
+import hivejoinopts.mapjoinpruning.RuntimeValueSetReport
 import hivejoinopts.rules.HiveJoinOptsRule
 import hivejoinopts.state.ExtensionState
 
@@ -110,10 +111,12 @@ object HiveJoinOpts extends Logging {
       }
     }
     val recorded = DecisionLog.forQuery(qe.tracker)
+    // What happened as the query ran, where only running it tells.
+    val ran = if (execute) RuntimeValueSetReport.of(qe.executedPlan) else Nil
     Explanation(
       qe.optimizedPlan.treeString,
       qe.executedPlan.treeString,
-      recorded.map(_.decisions).getOrElse(Nil),
+      recorded.map(_.decisions).getOrElse(Nil) ++ ran,
       recorded.map(_.dropped).getOrElse(0L))
   }
 

@@ -339,6 +339,9 @@ private[mapjoinpruning] final case class RuntimePlan(
     bigBytes: BigInt)
 
 object RuntimeValueSetPushdown {
+  /** The names of the two bounds' columns, by which a scan's value set is found once it ran. */
+  val BoundNames: Seq[String] = Seq("value_set_min", "value_set_max")
+
   /** Marks a join or IN filter the rule has decided on, so that another run leaves it. */
   val Decided: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.runtimeValueSet")
 
@@ -354,8 +357,8 @@ object RuntimeValueSetPushdown {
     val projected = Project(Seq(Alias(key, "value_set_key")()), side)
     val k: Attribute = projected.output.head
     val minMax = Aggregate(Nil, Seq(
-      Alias(Min(k).toAggregateExpression(), "value_set_min")(),
-      Alias(Max(k).toAggregateExpression(), "value_set_max")()), projected)
+      Alias(Min(k).toAggregateExpression(), BoundNames(0))(),
+      Alias(Max(k).toAggregateExpression(), BoundNames(1))()), projected)
     def bound(i: Int) =
       ScalarSubquery(Limit(Literal(1), Project(Seq(minMax.output(i)), minMax)))
     (bound(0), bound(1))

@@ -4,7 +4,7 @@ import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.execution.FileSourceScanExec
 import org.apache.spark.sql.internal.SQLConf
 
-import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf}
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.log.Decision
 
@@ -86,6 +86,26 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       // The planning-time rule stepped aside: the month is over its bounds.
       val planning = decisionsOf(sql(monthQuery)).filter(_.rule == Rule)
       assert(planning.forall(!_.fired), planning)
+    }
+  }
+
+  test("explain(execute = true) shows the value set each scan got and what it read") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    withOrders() {
+      for (adaptive <- Seq("true", "false")) {
+        withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive) {
+          val ran = HiveJoinOpts.explain(sql(monthQuery), execute = true).decisions
+            .filter(_.candidate.startsWith("run-time value set"))
+          val Seq(d) = ran
+          val numbers = d.numbers.toMap
+          assert(numbers("valueSet") == "[7000, 7999]", d)
+          assert(numbers("rowsRead").toLong < items / 5, d)
+          assert(numbers.contains("valueSetMs"), d)
+          // Planned only: nothing ran, nothing to report.
+          assert(!HiveJoinOpts.explain(sql(monthQuery)).decisions
+            .exists(_.candidate.startsWith("run-time value set")))
+        }
+      }
     }
   }
 
