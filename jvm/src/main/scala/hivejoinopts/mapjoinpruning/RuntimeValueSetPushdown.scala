@@ -3,7 +3,7 @@ package hivejoinopts.mapjoinpruning
 import scala.util.Try
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Expression, GreaterThanOrEqual, InSubquery, LessThanOrEqual, Literal, PredicateHelper, ScalarSubquery}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Expression, GreaterThanOrEqual, InSubquery, LessThanOrEqual, Literal, PredicateHelper, ScalarSubquery, SubqueryExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Max, Min}
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
 import org.apache.spark.sql.catalyst.plans.logical._
@@ -69,7 +69,9 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *    anti join, the right side of a semi join; a key joined with `<=>`; a key that does not
  *    reach a Parquet data column or a partition column as it is; a floating-point key;
  *  - the other side is small enough for [[JoinKeyValuePushdown]] (it evaluates it while planning),
- *    or is not deterministic, a stream, correlated or a CTE reference;
+ *    or is not deterministic, a stream, correlated or a CTE reference, or holds more than filters,
+ *    projections, joins and scans (its aggregate is planned as it is, and what Spark's later
+ *    batches still rewrite, a subquery or a Python UDF, would not be rewritten in it);
  *  - the cost check above finds nothing to skip, or the footers do not tell (the side's key is
  *    not a Parquet column, its statistics are missing);
  *  - ORC data columns (the cost check reads Parquet footers only), and on Spark 3.5 every data
@@ -182,6 +184,8 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends HiveJoinOptsLo
         why("the other side is small enough for JoinKeyValuePushdown to evaluate while planning")
       } else if (unsuitable.isDefined) {
         why(s"the other side ${unsuitable.get}")
+      } else if (notPlainlyPlannable(small).isDefined) {
+        why(s"the other side ${notPlainlyPlannable(small).get}")
       } else if (targets.isEmpty) {
         why((notPushed ++ traced.flatMap(_.targets).flatMap(runtimeUse(_, smallBroadcast)))
           .distinct.mkString(", "))
@@ -216,6 +220,22 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends HiveJoinOptsLo
     }
 
     /**
+     * Why `small`, as it is now, cannot be the plan of a subquery, if it cannot. The subquery's
+     * plan is planned as it is: what Spark's later optimizer batches still rewrite in the query
+     * (subqueries into joins, Python UDFs into their own operator, several DISTINCT aggregates
+     * into an expand) would not be rewritten in it. Filters, projections, joins and scans only.
+     */
+    private def notPlainlyPlannable(small: LogicalPlan): Option[String] =
+      small.collectFirst {
+        case p if !(p.isInstanceOf[Project] || p.isInstanceOf[Filter] ||
+            p.isInstanceOf[Join] || p.isInstanceOf[LeafNode]) =>
+          s"holds ${p.nodeName}, which the value set's aggregate does not take"
+        case p if p.expressions.exists(e => SubqueryExpression.hasSubquery(e) ||
+            e.exists(_.getClass.getSimpleName.contains("PythonUDF"))) =>
+          s"holds a subquery or a Python UDF in ${p.nodeName}, which Spark rewrites only later"
+      }
+
+    /**
      * Why a scan cannot take a run-time range on its column, if it cannot. Spark's dynamic
      * partition pruning takes a partition column where it reuses the other side's broadcast
      * (or may run its own aggregate: `reuseBroadcastOnly` off), with the exact set of values.
@@ -247,9 +267,16 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends HiveJoinOptsLo
       val estimates = walk.targets.map { t =>
         (t.use, t.scan) match {
           case (ScanUse.PushedFilter("Parquet"), FileRelation(fs)) =>
-            FilteredKeyRange.of(session, fs, t.column.name, filtersOn(small, t.scan),
-              skipFilesMaxFiles, deadline).toRight(s"the footers of ${t.table} do not bound " +
-              s"${t.column.name}")
+            val conjuncts = filtersOn(small, t.scan).filter(FilteredKeyRange.judges)
+            // Without a filter the footers can judge, the range is the whole table's: no
+            // footer needs reading to know that it skips little.
+            if (conjuncts.isEmpty) {
+              Left(s"${t.table} has no filter on a column its footers can judge (`column op " +
+                "literal` on integers, dates or strings), so nothing bounds its key")
+            } else {
+              FilteredKeyRange.of(session, fs, t.column.name, conjuncts, skipFilesMaxFiles,
+                deadline).toRight(s"the footers of ${t.table} do not bound ${t.column.name}")
+            }
           case _ => Left(s"${t.describe} has no Parquet footers to bound the other side's key")
         }
       }

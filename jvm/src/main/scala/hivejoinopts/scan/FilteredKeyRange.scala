@@ -74,6 +74,9 @@ private[hivejoinopts] object FilteredKeyRange {
     }
   }
 
+  /** Whether the estimate can judge `conjunct` on row-group statistics (else it passes all). */
+  def judges(conjunct: Expression): Boolean = test(conjunct).isDefined
+
   /** A footer statistic as a long (signed integers, dates) or a UTF8 string; else None. */
   private def value(primitive: org.apache.parquet.schema.PrimitiveType, stat: Any): Option[Any] =
     (primitive.getPrimitiveTypeName, primitive.getLogicalTypeAnnotation, stat) match {

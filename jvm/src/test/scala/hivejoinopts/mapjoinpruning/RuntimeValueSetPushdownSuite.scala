@@ -124,7 +124,13 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
         "SELECT count(*), sum(v) FROM items LEFT ANTI JOIN " +
           "(SELECT * FROM orders WHERE month = 7) ON o = id",
         "SELECT count(*), sum(v) FROM items JOIN orders ON o <=> id WHERE month = 7",
-        "SELECT count(*) FROM items JOIN orders ON o = id WHERE month = 99")
+        "SELECT count(*) FROM items JOIN orders ON o = id WHERE month = 99",
+        // A side that still holds a subquery (rewritten into a join only after the rule) or an
+        // aggregate: no subquery is made of it.
+        "SELECT count(*), sum(v) FROM items JOIN (SELECT * FROM orders WHERE month = 7 AND " +
+          "NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.id = orders.id + 1)) x ON o = x.id",
+        "SELECT count(*), sum(v) FROM items JOIN (SELECT id, max(prio) AS m FROM orders " +
+          "WHERE month = 7 GROUP BY id) x ON o = x.id")
       for (adaptive <- Seq("true", "false"); q <- joins) {
         withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive) {
           checkSameAnswer(sql(q))
@@ -133,6 +139,10 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       if (SparkShims.scanPushesScalarSubqueries) {
         assert(runtimeDecisions(sql(joins(5))).exists(_.fired))
         assert(runtimeDecisions(sql(joins(1))).exists(_.fired))
+      }
+      for (q <- joins.takeRight(2)) {
+        val reasons = runtimeDecisions(sql(q)).map(_.reason)
+        assert(reasons.nonEmpty && reasons.forall(_.contains("other side holds")), reasons)
       }
     }
   }
@@ -180,6 +190,11 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       val Seq(d) = runtimeDecisions(sql(q))
       assert(!d.fired, d)
       assert(d.reason.contains("rules out less"), d)
+      // A filter the footers cannot judge bounds nothing: no footer is read for it.
+      val unjudged = "SELECT count(*) FROM items JOIN orders ON o = id WHERE prio + month = 9"
+      checkSameAnswer(sql(unjudged))
+      val Seq(u) = runtimeDecisions(sql(unjudged))
+      assert(!u.fired && u.reason.contains("nothing bounds its key"), u)
     }
   }
 
