@@ -4,16 +4,14 @@ import scala.collection.mutable
 import scala.util.control.NonFatal
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{And, BindReferences, InSubquery, PredicateHelper}
+import org.apache.spark.sql.catalyst.expressions.{And, BindReferences, InSubquery}
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN}
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
-import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
-import hivejoinopts.plan.{Candidates, JoinKeys, JoinSide, JoinSides}
-import hivejoinopts.rules.HiveJoinOptsLogicalRule
+import hivejoinopts.plan.Candidates
 import hivejoinopts.scan.ParquetFileSkipping
 import hivejoinopts.scan.ParquetFileSkipping.Kept
 
@@ -87,24 +85,16 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *    reference, is estimated over `smallSide.maxBytes` or turns out over its bounds, fails, or
  *    takes longer than the time left; the pruned scans are estimated under `bigSide.minBytes`.
  */
-case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogicalRule
-  with PredicateHelper {
-
-  override def family: Family = MapJoinPruning
+case class JoinKeyValuePushdown(session: SparkSession) extends MapJoinPruningRule {
 
   override def flag: Flag[Boolean] = HiveJoinOptsConf.MAP_JOIN_PRUNING_JOIN_KEY_VALUE_PUSHDOWN_ENABLED
 
-  override protected def rewrite(plan: LogicalPlan): LogicalPlan = plan match {
-    case s: Subquery if s.correlated => plan
-    case _ if plan.isStreaming => plan
-    case _ => new Pass().run(plan)
-  }
+  override protected def pass(plan: LogicalPlan, settings: PruningSettings, deadline: Long)
+      : LogicalPlan = new Pass(settings, deadline).run(plan)
 
   /** The rule's work on one plan: settings read once, one time budget, evaluations shared. */
-  private class Pass {
-    private val settings = PruningSettings(conf)
+  private class Pass(settings: PruningSettings, deadline: Long) {
     import settings._
-    private val deadline = System.nanoTime() + timeoutMs * 1000000L
     private val evaluated = mutable.HashMap.empty[LogicalPlan, Either[String, SmallSideRows]]
     private val sides = new PruningSides(session, settings, deadline)
 
@@ -123,33 +113,26 @@ case class JoinKeyValuePushdown(session: SparkSession) extends HiveJoinOptsLogic
         return j
       }
       val candidate = Candidates.join(j)
-      val keys = JoinKeys.equalities(j)
-      // The sides whose rows without a match the join drops.
-      val bigSides = JoinSide.both.filter(JoinSides(j.joinType).dropsUnmatched)
-      if (bigSides.isEmpty) {
-        skipped(candidate, s"a ${j.joinType.sql} join keeps rows without a match on every side " +
-          "it could prune")
-        j
-      } else if (keys.isEmpty) {
-        skipped(candidate, "no `=` between the two sides to take values from")
-        j
-      } else {
-        val options = bigSides.map { side =>
-          side -> sides.orientation(side.name, side.of(j), side.other.of(j),
-            keys.map(k => side.pick(k, k.swap)))
-        }
-        options.collect { case (side, Right(o)) => side -> o }.sortBy(_._2.smallBytes)
-          .headOption match {
-          case Some((side, o)) =>
-            prune(j, candidate, o) match {
-              case Some((big, small)) => side.withInputs(j, big, small)
-              case None => j
-            }
-          case None =>
-            skipped(candidate, options.collect { case (_, Left(why)) => why }.distinct
-              .mkString("; "))
-            j
-        }
+      prunableSides(j) match {
+        case Left(why) =>
+          skipped(candidate, why)
+          j
+        case Right(prunable) =>
+          val options = prunable.map { case (side, keys) =>
+            side -> sides.orientation(side.name, side.of(j), side.other.of(j), keys)
+          }
+          options.collect { case (side, Right(o)) => side -> o }.sortBy(_._2.smallBytes)
+            .headOption match {
+            case Some((side, o)) =>
+              prune(j, candidate, o) match {
+                case Some((big, small)) => side.withInputs(j, big, small)
+                case None => j
+              }
+            case None =>
+              skipped(candidate, options.collect { case (_, Left(why)) => why }.distinct
+                .mkString("; "))
+              j
+          }
       }
     }
 

@@ -3,7 +3,7 @@ package hivejoinopts.mapjoinpruning
 import scala.util.Try
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Expression, GreaterThanOrEqual, InSubquery, LessThanOrEqual, Literal, PredicateHelper, ScalarSubquery, SubqueryExpression}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Expression, GreaterThanOrEqual, InSubquery, LessThanOrEqual, Literal, ScalarSubquery, SubqueryExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Max, Min}
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
 import org.apache.spark.sql.catalyst.plans.logical._
@@ -14,10 +14,8 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
-import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
 import hivejoinopts.compat.SparkShims
-import hivejoinopts.plan.{Candidates, FileRelation, JoinKeys, JoinSide, JoinSides, SparkJoinSelection}
-import hivejoinopts.rules.HiveJoinOptsLogicalRule
+import hivejoinopts.plan.{Candidates, FileRelation, JoinKeys, SparkJoinSelection}
 import hivejoinopts.scan.{FilteredKeyRange, RowGroupOverlap}
 import hivejoinopts.scan.ParquetFileSkipping.Kept
 
@@ -77,24 +75,16 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *  - ORC data columns (the cost check reads Parquet footers only), and on Spark 3.5 every data
  *    column: its file scan takes no run-time values as pushed filters (partition columns only).
  */
-case class RuntimeValueSetPushdown(session: SparkSession) extends HiveJoinOptsLogicalRule
-  with PredicateHelper {
-
-  override def family: Family = MapJoinPruning
+case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruningRule {
 
   override def flag: Flag[Boolean] = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_ENABLED
 
-  override protected def rewrite(plan: LogicalPlan): LogicalPlan = plan match {
-    case s: Subquery if s.correlated => plan
-    case _ if plan.isStreaming => plan
-    case _ => new Pass().run(plan)
-  }
+  override protected def pass(plan: LogicalPlan, settings: PruningSettings, deadline: Long)
+      : LogicalPlan = new Pass(settings, deadline).run(plan)
 
   /** The rule's work on one plan: settings read once, one time budget. */
-  private class Pass {
-    private val settings = PruningSettings(conf)
+  private class Pass(settings: PruningSettings, deadline: Long) {
     import settings._
-    private val deadline = System.nanoTime() + timeoutMs * 1000000L
     private val sides = new PruningSides(session, settings, deadline)
 
     def run(plan: LogicalPlan): LogicalPlan =
@@ -110,31 +100,27 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends HiveJoinOptsLo
 
     private def considerJoin(j: Join): LogicalPlan = {
       val candidate = Candidates.join(j)
-      val keys = JoinKeys.equalities(j)
-      val bigSides = JoinSide.both.filter(JoinSides(j.joinType).dropsUnmatched)
       if (evaluatedWhilePlanning(j)) {
         j
-      } else if (bigSides.isEmpty) {
-        skipped(candidate, s"a ${j.joinType.sql} join keeps rows without a match on every side " +
-          "it could prune")
-        j
-      } else if (keys.isEmpty) {
-        skipped(candidate, "no `=` between the two sides to take values from")
-        j
-      } else {
-        val options = bigSides.map { side =>
-          val broadcast = SparkJoinSelection.broadcastSide(j, keys.map(_._1), conf)
-          side -> plan(side.name, side.of(j), side.other.of(j),
-            keys.map(k => side.pick(k, k.swap)), broadcast.contains(side.other.pick(BuildLeft, BuildRight)))
-        }
-        options.collectFirst { case (side, Right(p)) => side -> p } match {
-          case Some((side, p)) =>
-            side.withInputs(j, applied(candidate, p), side.other.of(j))
-          case None =>
-            skipped(candidate, options.collect { case (_, Left(why)) => why }.distinct
-              .mkString("; "))
-            j
-        }
+      } else prunableSides(j) match {
+        case Left(why) =>
+          skipped(candidate, why)
+          j
+        case Right(prunable) =>
+          val broadcast = SparkJoinSelection.broadcastSide(j, JoinKeys.equalities(j).map(_._1),
+            conf)
+          val options = prunable.map { case (side, keys) =>
+            val otherBroadcast = broadcast.contains(side.other.pick(BuildLeft, BuildRight))
+            side -> plan(side.name, side.of(j), side.other.of(j), keys, otherBroadcast)
+          }
+          options.collectFirst { case (side, Right(p)) => side -> p } match {
+            case Some((side, p)) =>
+              side.withInputs(j, applied(candidate, p), side.other.of(j))
+            case None =>
+              skipped(candidate, options.collect { case (_, Left(why)) => why }.distinct
+                .mkString("; "))
+              j
+          }
       }
     }
 

@@ -1,0 +1,46 @@
+package hivejoinopts.mapjoinpruning
+
+import org.apache.spark.sql.catalyst.expressions.{Expression, PredicateHelper}
+import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan, Subquery}
+
+import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
+import hivejoinopts.plan.{JoinKeys, JoinSide, JoinSides}
+import hivejoinopts.rules.HiveJoinOptsLogicalRule
+
+/**
+ * What the map-join pruning rules share: their family, the plans they leave alone (a correlated
+ * subquery is pruned as part of its outer query; a stream has no sides to evaluate), and one
+ * pass over a plan with its settings read once and one time budget.
+ */
+abstract class MapJoinPruningRule extends HiveJoinOptsLogicalRule with PredicateHelper {
+
+  override def family: Family = MapJoinPruning
+
+  /** Rewrites `plan` once, with `settings` and a `deadline` (System.nanoTime) shared by it all. */
+  protected def pass(plan: LogicalPlan, settings: PruningSettings, deadline: Long): LogicalPlan
+
+  final override protected def rewrite(plan: LogicalPlan): LogicalPlan = plan match {
+    case s: Subquery if s.correlated => plan
+    case _ if plan.isStreaming => plan
+    case _ =>
+      val settings = PruningSettings(conf)
+      pass(plan, settings, System.nanoTime() + settings.timeoutMs * 1000000L)
+  }
+
+  /**
+   * The sides of `j` that may be pruned (those whose rows without a match the join drops), each
+   * with the join's `=` keys as (its key, the other side's key); or why there are none.
+   */
+  protected def prunableSides(j: Join)
+      : Either[String, Seq[(JoinSide, Seq[(Expression, Expression)])]] = {
+    val keys = JoinKeys.equalities(j)
+    val sides = JoinSide.both.filter(JoinSides(j.joinType).dropsUnmatched)
+    if (sides.isEmpty) {
+      Left(s"a ${j.joinType.sql} join keeps rows without a match on every side it could prune")
+    } else if (keys.isEmpty) {
+      Left("no `=` between the two sides to take values from")
+    } else {
+      Right(sides.map(side => side -> keys.map(k => side.pick(k, k.swap))))
+    }
+  }
+}
