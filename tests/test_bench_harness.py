@@ -187,6 +187,14 @@ def test_a_speedup_is_the_median_of_the_rounds_ratios():
     assert paired_speedup([1000, 900], [500, 900]) == 1.5
 
 
+def measured_in(**modes):
+    """A scenario as `measure` reads it: the runs it adds besides Spark's and the extension's
+    (none by default)."""
+    return SimpleNamespace(**{"tuned_conf": None, "own_slots_run": False,
+                              "key_counts_off_run": False, "raised_bloom_filter_run": False,
+                              **modes})
+
+
 def _recording_bench(monkeypatch):
     """A Bench whose runs record the configuration they ran in (`order`) and last 100 ms per
     run made so far, without Spark."""
@@ -212,8 +220,7 @@ def test_warm_up_rounds_are_run_but_not_timed(monkeypatch):
     from hive_join_opts.bench import model
 
     bench, order = _recording_bench(monkeypatch)
-    result = bench.measure(SimpleNamespace(tuned_conf=None, own_slots_run=False,
-                                           key_counts_off_run=False), runs=2, warmup=3)
+    result = bench.measure(measured_in(), runs=2, warmup=3)
     # Five rounds, each configuration first in every other one; the last two are timed.
     spark, ext = model.SPARK, model.EXTENSION
     assert order == [spark, ext, ext, spark, spark, ext, ext, spark, spark, ext]
@@ -238,8 +245,7 @@ def test_a_scenario_with_a_tuned_baseline_runs_it_at_two_sizes_in_turn(monkeypat
     from hive_join_opts.bench import model
 
     bench, order = _recording_bench(monkeypatch)
-    result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}, own_slots_run=False,
-                                           key_counts_off_run=False), runs=2, warmup=1)
+    result = bench.measure(measured_in(tuned_conf=lambda scale: {}), runs=2, warmup=1)
     spark, ext, tuned, tenth = model.SPARK, model.EXTENSION, model.TUNED, model.TUNED_TENTH
     # Each configuration goes first in turn; the warm-up round is not timed.
     assert order == [spark, ext, tuned, tenth, ext, tuned, tenth, spark,
@@ -259,8 +265,7 @@ def test_a_run_planned_for_this_machines_slots_is_a_fourth_configuration(monkeyp
     from hive_join_opts.bench import model
 
     bench, order = _recording_bench(monkeypatch)
-    result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}, own_slots_run=True,
-                                           key_counts_off_run=False),
+    result = bench.measure(measured_in(tuned_conf=lambda scale: {}, own_slots_run=True),
                            runs=1, warmup=1)
     spark, ext, tuned, own = model.SPARK, model.EXTENSION, model.TUNED, model.EXTENSION_OWN_SLOTS
     tenth = model.TUNED_TENTH
@@ -338,8 +343,8 @@ def test_a_scenario_without_skew_adds_the_own_slots_run_without_key_counts(monke
         return replace(run(wall, None, 10), map_stages_ms=wall / 2, map_stages_cpu_ms=wall / 4)
 
     bench._run = measured
-    result = bench.measure(SimpleNamespace(tuned_conf=lambda scale: {}, own_slots_run=True,
-                                           key_counts_off_run=True), runs=2, warmup=1)
+    result = bench.measure(measured_in(tuned_conf=lambda scale: {}, own_slots_run=True,
+                                       key_counts_off_run=True), runs=2, warmup=1)
     spark, ext, tuned, tenth = model.SPARK, model.EXTENSION, model.TUNED, model.TUNED_TENTH
     own, off = model.EXTENSION_OWN_SLOTS, model.EXTENSION_NO_KEY_COUNTS
     assert order == [spark, ext, tuned, tenth, own, off, ext, tuned, tenth, own, off, spark,
@@ -351,8 +356,7 @@ def test_a_scenario_without_skew_adds_the_own_slots_run_without_key_counts(monke
     assert cost["wall_ms"] == cost["map_stages_ms"] == (1000 / 1100 + 1500 / 1600) / 2
     assert cost["map_stages_cpu_ms"] == cost["wall_ms"]
     assert set(result.timed()) == {spark, ext, tuned, tenth, own, off}
-    plain = bench.measure(SimpleNamespace(tuned_conf=None, own_slots_run=False,
-                                          key_counts_off_run=False), runs=1, warmup=0)
+    plain = bench.measure(measured_in(), runs=1, warmup=0)
     assert plain.key_counts_cost is None
 
 
@@ -367,6 +371,75 @@ def test_the_fifth_configuration_turns_the_key_counts_off_and_the_next_turns_the
     assert bench.spark.conf.values == {model.ENABLED_KEY: "true", model.COUNT_KEYS_KEY: "false"}
     bench._configure(scenario, model.EXTENSION_OWN_SLOTS)
     assert bench.spark.conf.values == {model.ENABLED_KEY: "true"}
+
+
+def test_a_scenario_with_the_raised_bloom_filter_runs_it_as_a_further_configuration(monkeypatch):
+    from hive_join_opts.bench import model
+
+    bench, order = _recording_bench(monkeypatch)
+    result = bench.measure(measured_in(raised_bloom_filter_run=True), runs=2, warmup=1)
+    spark, ext, bloom = model.SPARK, model.EXTENSION, model.SPARK_BLOOM
+    # Each configuration goes first in turn; the warm-up round is not timed.
+    assert order == [spark, ext, bloom, ext, bloom, spark, bloom, spark, ext]
+    assert [r.wall_ms for r in result.bloom_runs] == [500, 700]
+    assert [r.wall_ms for r in result.spark_runs] == [600, 800]
+    assert [r.wall_ms for r in result.extension_runs] == [400, 900]
+    # Against the raised bloom filter, round by round, in wall time and on 64 slots.
+    assert result.speedup_vs_bloom == (500 / 400 + 700 / 900) / 2
+    assert result.sim64_vs_bloom == (50 / 40 + 70 / 90) / 2
+    assert result.bloom.wall_ms == 600
+    assert result.bloom_applied is False  # no might_contain in the runs' plans
+    assert set(result.timed()) == {spark, ext, bloom}
+    plain = bench.measure(measured_in(), runs=1, warmup=0)
+    assert plain.bloom is None and plain.speedup_vs_bloom is None
+    assert plain.bloom_applied is None and model.SPARK_BLOOM not in plain.timed()
+
+
+def test_the_raised_bloom_filter_configuration_is_spark_with_the_filter_opened_up():
+    from hive_join_opts.bench import model
+
+    bench = _configuring_bench()
+    threshold = "spark.sql.optimizer.runtime.bloomFilter.creationSideThreshold"
+    scenario = model.Scenario("s", "mapJoinPruning", "t", None, "SELECT 1",
+                              common_conf={"x": "1"}, scaled_conf=lambda scale: {"y": "2"},
+                              extension_conf={"z": "3"}, raised_bloom_filter_run=True)
+    assert model.modes_of(scenario) == [model.SPARK, model.EXTENSION, model.SPARK_BLOOM]
+    assert model.modes_of(replace(scenario, raised_bloom_filter_run=False)) == [
+        model.SPARK, model.EXTENSION]
+    bench._configure(scenario, model.SPARK_BLOOM)
+    # The scenario's shared settings, the extension off and the bloom filter's on top.
+    assert bench.spark.conf.values == {"x": "1", "y": "2", model.ENABLED_KEY: "false",
+                                       **model.RAISED_BLOOM_FILTER}
+    assert bench.spark.conf.values[threshold] == "1g"
+    # The next configuration has the bloom filter's settings back at their defaults.
+    bench._configure(scenario, model.EXTENSION)
+    assert bench.spark.conf.values == {"x": "1", "y": "2", "z": "3", model.ENABLED_KEY: "true"}
+    bench._configure(scenario, model.SPARK)
+    assert bench.spark.conf.values == {"x": "1", "y": "2", model.ENABLED_KEY: "false"}
+
+
+def test_the_run_time_value_set_scenarios_run_the_raised_bloom_filter_and_count_row_groups():
+    from hive_join_opts.bench import model
+    from hive_join_opts.bench.runtime_value_set_pushdown import SCENARIOS as VALUE_SETS
+    from hive_join_opts.bench.scenarios import SCENARIOS
+
+    with_bloom = [s for s in SCENARIOS if s.raised_bloom_filter_run]
+    assert with_bloom == list(VALUE_SETS) and len(with_bloom) == 4
+    for s in with_bloom:
+        assert s.name.startswith("runtime_value_set_pushdown_") and s.row_groups is not None
+        assert model.SPARK_BLOOM in model.modes_of(s)
+        # Planned for 64 slots; at scale 1 the size thresholds are Spark's and the rule's
+        # defaults, smaller with the data.
+        conf = s.scaled_conf(1.0)
+        assert conf["spark.sql.leafNodeDefaultParallelism"] == "64"
+        small_side = "spark.sql.hiveJoinOpts.mapJoinPruning.smallSide.maxBytes"
+        assert conf[small_side] == str(10 * 1024 * 1024)
+        assert s.scaled_conf(0.1)[small_side] == str(1024 * 1024)
+    # The rule steps aside on the line items in no order; broadcasts off on the partitioned
+    # fact, where Spark's dynamic partition pruning would reuse one.
+    assert [s.expect_rewrite for s in with_bloom] == [True, False, True, True]
+    assert [s.scaled_conf(1.0)["spark.sql.autoBroadcastJoinThreshold"] for s in with_bloom] == [
+        str(10 * 1024 * 1024), str(10 * 1024 * 1024), "-1", str(10 * 1024 * 1024)]
 
 
 def test_a_run_without_key_counts_needs_the_run_it_is_compared_with():
@@ -403,8 +476,7 @@ def test_progress_hears_of_the_row_check_and_each_round(monkeypatch):
         def advance(self, steps=1):
             seen.append("+")
 
-    bench.measure(SimpleNamespace(tuned_conf=None, own_slots_run=False, key_counts_off_run=False),
-                  runs=2, warmup=1, progress=Recorder())
+    bench.measure(measured_in(), runs=2, warmup=1, progress=Recorder())
     assert seen == ["comparing rows", "+", "round 1/3 (warm-up)", "+", "round 2/3 (timed 1/2)",
                     "+", "round 3/3 (timed 2/2)", "+"]
 
@@ -434,6 +506,44 @@ def test_the_report_has_a_table_per_comparison_its_rows_a_cell_per_column():
     for table in tables:
         assert len({line.count("|") for line in table}) == 1, table
     assert report.markdown([plain], "# bench").count("\n|---") == 1
+
+
+def test_the_report_compares_with_the_raised_bloom_filter_where_it_ran():
+    from hive_join_opts.bench import report
+    from hive_join_opts.bench.runner import Result
+
+    def measured(wall_ms, rows, groups, plan="plan"):
+        scan = {"files": 8, "partitions": 1, "rowGroupsRead": groups, "rowGroupBytesRead": 10,
+                "idealRowGroups": 2, "idealBytes": 5}
+        return replace(run(wall_ms, None, wall_ms / 2), plan=plan, parquet_scans=[scan],
+                       scan_metrics={"numOutputRows": rows})
+
+    pruned = Result(scenario=SimpleNamespace(name="pruned", title="t"),
+                    spark_runs=[measured(2000, 6_000_000, 60)],
+                    extension_runs=[measured(500, 300_000, 3)],
+                    bloom_runs=[measured(1500, 6_000_000, 60, "Filter might_contain(...)")],
+                    fired=["RuntimeValueSetPushdown"], decisions=[], same_answer=True)
+    plain = Result(scenario=SimpleNamespace(name="plain", title="t"),
+                   spark_runs=[measured(1000, 10, 1)], extension_runs=[measured(800, 10, 1)],
+                   fired=[], decisions=[], same_answer=True)
+    text = report.markdown([pruned, plain], "# bench")
+    tables = [block.splitlines() for block in text.split("\n\n") if block.startswith("|")]
+    # The main table, the row groups' and the bloom filter's, with only the scenario it ran in.
+    assert [len(t) - 2 for t in tables] == [2, 2, 1]
+    assert tables[2][2] == (
+        "| pruned | 6,000,000 / 6,000,000 / 300,000 | 20.0x | 60 / 60 / 3 | 2 "
+        "| 2.00 / 1.50 / 0.50 | 4.00x | 3.00x | 1.00 / 0.75 / 0.25 | 4.00x | 3.00x | yes "
+        "| RuntimeValueSetPushdown | yes |")
+    assert len({line.count("|") for line in tables[2]}) == 1
+    assert "creationSideThreshold=1g" in text
+    assert report.bloom_table([plain]) == []
+    bars = report.chart_bars([pruned, plain])
+    assert [label for label, _ in bars][-2:] == [
+        "wall time vs bloom filter raised", "64-slot cluster vs bloom filter raised (simulated)"]
+    assert bars[-2][1] == [3.0, None]
+    blob = report.results_json([pruned, plain])
+    assert blob[0]["speedup_vs_bloom"] == 3.0 and blob[0]["bloom_applied"] is True
+    assert "bloom" not in blob[1]
 
 
 def test_the_chart_has_a_series_per_comparison_measured_and_shortens_shared_names(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .model import RAISED_BLOOM_FILTER
 from .runner import Result, Run, typical
 
 
@@ -59,6 +60,7 @@ def markdown(results: list[Result], header: str) -> str:
         lines.append("")
         lines.extend(f"- {r.scenario.name}: {r.first_sample_ms / 1000:.2f} s" for r in sampled)
     lines.extend(row_group_table(results))
+    lines.extend(bloom_table(results))
     return "\n".join(lines) + "\n"
 
 
@@ -197,6 +199,49 @@ def row_group_table(results: list[Result]) -> list[str]:
                   "filters; ideal: the row groups whose statistics hold a matching key):")
 
 
+def rows_read(run: Run) -> int:
+    """The rows the run's scans read (their summed numOutputRows: what a Parquet scan returns
+    of the row groups it did not skip, before any filter above it)."""
+    return int(run.scan_metrics.get("numOutputRows", 0))
+
+
+_BLOOM = [("scenario", "l"), ("rows read Spark / bloom / ext", "r"),
+          ("rows read Spark ÷ ext", "r"), ("row groups read Spark / bloom / ext", "r"),
+          ("ideal row groups", "r"), ("wall s Spark / bloom / ext", "r"), ("ext vs Spark", "r"),
+          ("ext vs bloom", "r"), ("64-slot s Spark / bloom / ext", "r"),
+          ("64-slot ext vs Spark", "r"), ("64-slot ext vs bloom", "r"),
+          ("bloom filter in plan", "l"), ("rules fired", "l"), ("same rows", "l")]
+
+
+def bloom_table(results: list[Result]) -> list[str]:
+    """For scenarios run with Spark's runtime bloom filter raised as well: what the scans read
+    and the time, with Spark's defaults, with the raised bloom filter and with the extension
+    (row groups of the big table's scan, as in the table above)."""
+    rows = [r for r in results if r.bloom is not None]
+    if not rows:
+        return []
+
+    def row(r: Result) -> list[str]:
+        runs = r.spark, r.bloom, r.extension
+        scans = [_ideal_scan(x) for x in runs]
+        groups = " / ".join("-" if x is None else f"{x['rowGroupsRead']:,}" for x in scans)
+        ideal = "-" if scans[0] is None else f"{scans[0]['idealRowGroups']:,}"
+        return [r.scenario.name, _three(lambda x: f"{rows_read(x):,}", *runs),
+                f"{rows_read(r.spark) / max(rows_read(r.extension), 1):.1f}x", groups, ideal,
+                _three(lambda x: f"{x.wall_ms / 1000:.2f}", *runs), f"{r.speedup:.2f}x",
+                f"{r.speedup_vs_bloom:.2f}x", _three(lambda x: f"{x.sim64_ms / 1000:.2f}", *runs),
+                f"{r.sim64_speedup:.2f}x", f"{r.sim64_vs_bloom:.2f}x",
+                "yes" if r.bloom_applied else "no", ", ".join(r.fired) or "none",
+                "yes" if r.same_answer else "NO"]
+
+    return _table(_BLOOM, [row(r) for r in rows],
+                  "Against Spark with its runtime bloom filter raised to cover the side ("
+                  + ", ".join(f"`{k}={v}`" for k, v in RAISED_BLOOM_FILTER.items())
+                  + "; bloom): rows the scans read, row groups of the big table's scan, wall "
+                  "time and the 64-slot simulation (ratios: the other configuration over the "
+                  "extension, medians of the rounds' ratios):")
+
+
 def chart(results: list[Result], path: Path) -> None:
     import matplotlib
 
@@ -215,7 +260,7 @@ def chart(results: list[Result], path: Path) -> None:
     ax.set_xticks(list(xs))
     ax.set_xticklabels(names, rotation=30, ha="right")
     ax.set_ylabel("speedup (x)")
-    compared = "hive-join-opts vs Spark defaults and, where measured, AQE tuned"
+    compared = "hive-join-opts vs Spark defaults and, where measured, tuned Spark"
     ax.set_title(f"{compared}: {prefix}* (higher is better)" if prefix
                  else f"{compared} (higher is better)")
     ax.legend()
@@ -248,6 +293,10 @@ def chart_bars(results: list[Result]) -> list[tuple[str, list[float | None]]]:
     if any(r.own_slots is not None for r in results):
         bars.append(("wall time vs defaults, taskSlots default",
                      [r.own_slots_speedup for r in results]))
+    if any(r.bloom is not None for r in results):
+        bars.append(("wall time vs bloom filter raised", [r.speedup_vs_bloom for r in results]))
+        bars.append(("64-slot cluster vs bloom filter raised (simulated)",
+                     [r.sim64_vs_bloom for r in results]))
     return bars
 
 
@@ -272,5 +321,8 @@ def results_json(results: list[Result]) -> list[dict]:
             if r.own_slots is not None else {}),
          **({"no_key_counts": typical(r.no_key_counts_runs).__dict__,
              "key_counts_cost": r.key_counts_cost}
-            if r.key_counts_cost is not None else {})}
+            if r.key_counts_cost is not None else {}),
+         **({"bloom": r.bloom.__dict__, "speedup_vs_bloom": r.speedup_vs_bloom,
+             "sim64_vs_bloom": r.sim64_vs_bloom, "bloom_applied": r.bloom_applied}
+            if r.bloom is not None else {})}
         for r in results]

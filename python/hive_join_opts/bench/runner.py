@@ -23,8 +23,8 @@ from pathlib import Path
 
 from .._compare import rows_equal
 from .model import (COUNT_KEYS_KEY, ENABLED_KEY, EXTENSION, EXTENSION_NO_KEY_COUNTS,
-                    EXTENSION_OWN_SLOTS, SPARK, TASK_SLOTS_KEY, TENTH, TUNED, TUNED_TENTH, Dataset,
-                    Scenario, modes_of)
+                    EXTENSION_OWN_SLOTS, RAISED_BLOOM_FILTER, SPARK, SPARK_BLOOM, TASK_SLOTS_KEY,
+                    TENTH, TUNED, TUNED_TENTH, Dataset, Scenario, modes_of)
 from .._progress import NoProgress, Progress
 from .stages import (default_join_stage, longest_and_median_task_ms, map_stages_cpu_ms,
                      map_stages_run_ms, shuffle_map_run_ms, simulated_wall_ms, stage_summaries,
@@ -154,6 +154,9 @@ class Result:
     # The timed runs of the own-slots configuration without the key counts (scenarios with
     # key_counts_off_run), in round order.
     no_key_counts_runs: list[Run] = field(default_factory=list)
+    # The timed runs of Spark with its runtime bloom filter raised (scenarios with
+    # raised_bloom_filter_run), in round order.
+    bloom_runs: list[Run] = field(default_factory=list)
 
     @property
     def spark(self) -> Run:
@@ -260,6 +263,30 @@ class Result:
         return {figure: ratio(figure) for figure in ("map_stages_ms", "map_stages_cpu_ms",
                                                      "wall_ms")}
 
+    @property
+    def bloom(self) -> Run | None:
+        return typical(self.bloom_runs) if self.bloom_runs else None
+
+    @property
+    def speedup_vs_bloom(self) -> float | None:
+        """Wall time of Spark with its bloom filter raised over the extension's, round by
+        round."""
+        return paired_speedup([r.wall_ms for r in self.bloom_runs],
+                              [r.wall_ms for r in self.extension_runs]) \
+            if self.bloom_runs else None
+
+    @property
+    def sim64_vs_bloom(self) -> float | None:
+        return paired_speedup([r.sim64_ms for r in self.bloom_runs],
+                              [r.sim64_ms for r in self.extension_runs]) \
+            if self.bloom_runs else None
+
+    @property
+    def bloom_applied(self) -> bool | None:
+        """Whether Spark's bloom filter is in the final plan of the raised runs."""
+        return any("might_contain" in r.plan for r in self.bloom_runs) \
+            if self.bloom_runs else None
+
     def timed(self) -> dict:
         """Every round's wall time, straggler factor, 64-slot time and stages, per
         configuration."""
@@ -270,7 +297,8 @@ class Result:
                                    (TUNED, self.tuned_runs),
                                    (TUNED_TENTH, self.tuned_tenth_runs),
                                    (EXTENSION_OWN_SLOTS, self.own_slots_runs),
-                                   (EXTENSION_NO_KEY_COUNTS, self.no_key_counts_runs)) if runs}
+                                   (EXTENSION_NO_KEY_COUNTS, self.no_key_counts_runs),
+                                   (SPARK_BLOOM, self.bloom_runs)) if runs}
 
 
 def aqe_split(runs) -> bool:
@@ -306,7 +334,8 @@ class Bench:
             spark._jsparkSession.sparkContext()
         )
         self.runner = jvm.hivejoinopts.bench.BenchRunner
-        self._ideal_keys: dict[str, list[str]] = {}
+        # The keys of each scenario's ideal (RowGroupSpec), as a Java list.
+        self._ideal_keys: dict[str, object] = {}
         self._applied: set[str] = set()
 
     def _configure(self, scenario: Scenario, mode: str) -> None:
@@ -318,6 +347,9 @@ class Bench:
         elif mode in (TUNED, TUNED_TENTH):
             conf[ENABLED_KEY] = "false"
             conf.update(scenario.tuned_conf(self.scale * (TENTH if mode == TUNED_TENTH else 1)))
+        elif mode == SPARK_BLOOM:
+            conf[ENABLED_KEY] = "false"
+            conf.update(RAISED_BLOOM_FILTER)
         else:
             conf[ENABLED_KEY] = "true"
             conf.update(scenario.extension_conf)
@@ -353,12 +385,15 @@ class Bench:
             raw = json.loads(self.runner.run(df, self.collector))
         else:
             if scenario.name not in self._ideal_keys:
-                self._ideal_keys[scenario.name] = [
-                    str(r[0]) for r in self.spark.sql(spec.keys_sql).collect() if r[0] is not None]
-            keys = self.spark._jvm.java.util.ArrayList()
-            for k in self._ideal_keys[scenario.name]:
-                keys.add(k)
-            raw = json.loads(self.runner.runWithRowGroups(df, self.collector, spec.column, keys))
+                # Built once per scenario: a key is a call into the JVM, and a scenario's
+                # ideal may take a hundred thousand keys.
+                keys = self.spark._jvm.java.util.ArrayList()
+                for r in self.spark.sql(spec.keys_sql).collect():
+                    if r[0] is not None:
+                        keys.add(str(r[0]))
+                self._ideal_keys[scenario.name] = keys
+            raw = json.loads(self.runner.runWithRowGroups(
+                df, self.collector, spec.column, self._ideal_keys[scenario.name]))
         run = Run.from_json(raw, scenario.join_stage or default_join_stage)
         run.planning_ms = planning_ms(planning_phases_ms(df))
         return run
@@ -429,6 +464,7 @@ class Bench:
             own_slots_runs=timed.get(EXTENSION_OWN_SLOTS, []),
             own_slots_fired=own_slots_fired,
             no_key_counts_runs=timed.get(EXTENSION_NO_KEY_COUNTS, []),
+            bloom_runs=timed.get(SPARK_BLOOM, []),
         )
 
 

@@ -11,6 +11,7 @@ from . import (
     merge_same_key_aggregates,
     no_candidates,
     prune_repeated_in_subquery,
+    runtime_value_set_pushdown,
     skew_join_runtime_split,
     skew_join_split,
 )
@@ -23,6 +24,7 @@ SCENARIOS: list[Scenario] = unique([
     *skew_join_split.SCENARIOS,
     *skew_join_runtime_split.SCENARIOS,
     *join_key_value_pushdown.SCENARIOS,
+    *runtime_value_set_pushdown.SCENARIOS,
     *aggregate_join_to_window.SCENARIOS,
     *coarsen_join_shuffle.SCENARIOS,
     *group_by_cast_join_key.SCENARIOS,
