@@ -85,6 +85,46 @@ def test_the_runtime_skew_split_fires_with_the_same_rows(tables):
         assert_df_equality(on, off, ignore_row_order=True, ignore_nullable=True)
 
 
+# Run-time value sets on the line: a side over smallSide.maxBytes (1 byte here) gives its key's
+# min/max as the query runs. The dimension's ids rise with its month, so its footers bound a
+# month's ids and partitions; shuffle joins, so Spark's dynamic pruning has no broadcast to reuse.
+RUNTIME_VALUE_SETS = {
+    "a partition column (every line)":
+        "SELECT count(*), sum(pf.v) FROM rvs_pf pf JOIN rvs_dim d ON pf.p = d.p WHERE d.month = 7",
+    "a Parquet data column (Spark 4.x)":
+        "SELECT count(*), sum(sf.v) FROM rvs_sf sf JOIN rvs_dim d ON sf.o = d.id WHERE d.month = 7",
+}
+
+
+def test_runtime_value_sets_prune_with_the_same_rows(spark, tmp_path):
+    (spark.range(0, 20000).selectExpr("id AS v", "CAST(id DIV 2000 AS INT) AS p")
+     .write.partitionBy("p").parquet(str(tmp_path / "pf")))
+    (spark.range(0, 20000).selectExpr("id DIV 4 AS o", "id AS v").orderBy("o").coalesce(1)
+     .write.option("parquet.block.size", 8192).parquet(str(tmp_path / "sf")))
+    (spark.range(0, 5000).selectExpr("id", "CAST(id DIV 500 AS INT) AS p",
+                                     "CAST(id DIV 250 AS INT) AS month")
+     .orderBy("id").coalesce(1).write.option("parquet.block.size", 4096)
+     .parquet(str(tmp_path / "dim")))
+    for name in ("pf", "sf", "dim"):
+        spark.read.parquet(str(tmp_path / name)).createOrReplaceTempView(f"rvs_{name}")
+    conf = {P + "mapJoinPruning.smallSide.maxBytes": "1b", P + "mapJoinPruning.bigSide.minBytes": "0",
+            "spark.sql.autoBroadcastJoinThreshold": "-1"}
+    pushes_data_columns = not spark.version.startswith("3.")
+    for what, sql in RUNTIME_VALUE_SETS.items():
+        with spark_conf(spark, {**conf, P + "enabled": "false"}):
+            off = spark.sql(sql).collect()
+        with spark_conf(spark, {**conf, P + "enabled": "true"}):
+            on = spark.sql(sql)
+            explanation = hive_join_opts.explain(on, execute=True, print_=False)
+            decisions = [d for d in explanation.decisions if d.rule == "RuntimeValueSetPushdown"]
+            fired = any(d.fired for d in decisions)
+            assert fired == (pushes_data_columns or "partition" in what), (what, decisions)
+            if fired:
+                assert any(d.candidate.startswith("run-time value set") for d in decisions), \
+                    (what, decisions)
+            assert sorted(on.collect()) == sorted(off), what
+
+
 def test_the_jar_is_the_one_for_this_spark_line(spark):
     line = spark_line(spark.version)
     info = hive_join_opts.build_info()
