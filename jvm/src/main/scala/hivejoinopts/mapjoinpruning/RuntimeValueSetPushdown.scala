@@ -67,9 +67,10 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *    anti join, the right side of a semi join; a key joined with `<=>`; a key that does not
  *    reach a Parquet data column or a partition column as it is; a floating-point key;
  *  - the other side is small enough for [[JoinKeyValuePushdown]] (it evaluates it while planning),
- *    or is not deterministic, a stream, correlated or a CTE reference, or holds more than filters,
- *    projections, joins and scans (its aggregate is planned as it is, and what Spark's later
- *    batches still rewrite, a subquery or a Python UDF, would not be rewritten in it);
+ *    or is not deterministic, a stream, correlated or a CTE reference, or is more than filters
+ *    and projections of one scan (a join would be computed again for the value set, and what
+ *    Spark's later batches still rewrite, a subquery or a Python UDF, would not be rewritten in
+ *    the subquery's plan);
  *  - the cost check above finds nothing to skip, or the footers do not tell (the side's key is
  *    not a Parquet column, its statistics are missing);
  *  - ORC data columns (the cost check reads Parquet footers only), and on Spark 3.5 every data
@@ -206,16 +207,20 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
     }
 
     /**
-     * Why `small`, as it is now, cannot be the plan of a subquery, if it cannot. The subquery's
-     * plan is planned as it is: what Spark's later optimizer batches still rewrite in the query
-     * (subqueries into joins, Python UDFs into their own operator, several DISTINCT aggregates
-     * into an expand) would not be rewritten in it. Filters, projections, joins and scans only.
+     * Why `small`, as it is now, should not be the plan of the value set's subquery, if it
+     * should not. The subquery reads the side a second time, and its plan is planned as it is:
+     * only filters and projections over one scan, so that the second read is a scan of the
+     * key's and the filters' columns (a join would be computed again, and a subquery job Spark
+     * does not cancel when the query ends could outlive it), and nothing is in it that Spark's
+     * later optimizer batches still rewrite (subqueries into joins, Python UDFs into their own
+     * operator, several DISTINCT aggregates into an expand).
      */
     private def notPlainlyPlannable(small: LogicalPlan): Option[String] =
       small.collectFirst {
         case p if !(p.isInstanceOf[Project] || p.isInstanceOf[Filter] ||
-            p.isInstanceOf[Join] || p.isInstanceOf[LeafNode]) =>
-          s"holds ${p.nodeName}, which the value set's aggregate does not take"
+            p.isInstanceOf[LeafNode]) =>
+          s"holds ${p.nodeName}: the value set is taken only from filters and projections of " +
+            "one scan, read a second time"
         case p if p.expressions.exists(e => SubqueryExpression.hasSubquery(e) ||
             e.exists(_.getClass.getSimpleName.contains("PythonUDF"))) =>
           s"holds a subquery or a Python UDF in ${p.nodeName}, which Spark rewrites only later"
