@@ -54,10 +54,18 @@ def draw_settings(rnd: random.Random) -> dict[str, str]:
         PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap": rnd.choice(["0.5", "1"]),
         # 0 checks nothing; 10 counts the coarser key in a sample of a plain input.
         PREFIX + "correlation.coarsenJoinShuffle.minDistinctKeys": rnd.choice(["0", "0", "10"]),
-        # 1b: every join side is too big to evaluate while planning, so map-join pruning takes
-        # its run-time path (drawn last: the draws above stay those of earlier seeds).
-        PREFIX + "mapJoinPruning.smallSide.maxBytes": rnd.choice(["10m", "10m", "10m", "1b"]),
+        # Drawn last, so that the draws above stay those of earlier seeds: in a third of the
+        # queries every join side is too big to evaluate while planning (1b), so map-join pruning
+        # takes its run-time path, on any range the footers estimate.
+        **(_RUNTIME_VALUE_SETS if rnd.random() < 1 / 3 else _PLANNING_VALUE_SETS),
     }
+
+
+# The map-join pruning settings a query draws: the run-time path, or the flags' defaults.
+_RUNTIME_VALUE_SETS = {PREFIX + "mapJoinPruning.smallSide.maxBytes": "1b",
+                       PREFIX + "mapJoinPruning.bigSide.minSkippedRowShare": "0"}
+_PLANNING_VALUE_SETS = {PREFIX + "mapJoinPruning.smallSide.maxBytes": "10m",
+                        PREFIX + "mapJoinPruning.bigSide.minSkippedRowShare": "0.05"}
 
 
 # The run-time skew split wherever a key is heavier than a slot's even share: adaptive execution
