@@ -41,7 +41,7 @@ FILES = 8
 DAYS = 150
 EVENTS = 4_000_000
 STORES = 4000
-# The dimension's row groups: a few days each at scale 1.
+# The dimension's row groups: about two days each at scale 1.
 DAY_ROW_GROUP_BYTES = 1024 * 1024
 
 PRUNING = "spark.sql.hiveJoinOpts.mapJoinPruning."
