@@ -166,13 +166,14 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       lazy val bigBytes = sides.scanBytes(targets)
       lazy val smallBytes = Try(small.stats.sizeInBytes).getOrElse(BigInt(0))
       lazy val unsuitable = sides.unsuitableSmallSide(small)
+      lazy val notPlain = notPlainlyPlannable(small)
       def why(s: String): Either[String, RuntimePlan] = Left(s"$sideName side: $s")
       if (sides.tooBigToEvaluate(small).isEmpty) {
         why("the other side is small enough for JoinKeyValuePushdown to evaluate while planning")
       } else if (unsuitable.isDefined) {
         why(s"the other side ${unsuitable.get}")
-      } else if (notPlainlyPlannable(small).isDefined) {
-        why(s"the other side ${notPlainlyPlannable(small).get}")
+      } else if (notPlain.isDefined) {
+        why(s"the other side ${notPlain.get}")
       } else if (targets.isEmpty) {
         why((notPushed ++ traced.flatMap(_.targets).flatMap(runtimeUse(_, smallBroadcast)))
           .distinct.mkString(", "))
