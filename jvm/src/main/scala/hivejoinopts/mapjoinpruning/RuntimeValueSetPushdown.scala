@@ -185,12 +185,10 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
           s"($smallBytes bytes)")
       } else {
         val judged = targets.map(k => k -> estimate(small, k))
-        val paying = judged.flatMap { case (k, e) =>
-          e.toOption.map { est =>
-            k -> k.targets.map(t => t -> skippedShare(t, est))
-              .filter(_._2.exists(_ >= minSkippedRowShare))
-          }
-        }.filter(_._2.nonEmpty)
+        val paying = judged.collect { case (k, Right(est)) =>
+          (k, est, k.targets.flatMap(t =>
+            skippedShare(t, est).filter(_ >= minSkippedRowShare).map(t -> _)))
+        }.filter(_._3.nonEmpty)
         if (paying.isEmpty) {
           why(judged.map {
             case (k, Left(reason)) => s"${k.name}: $reason"
@@ -200,9 +198,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
               k.targets.map(_.describe).mkString(", ")
           }.mkString("; "))
         } else {
-          Right(RuntimePlan(sideName, big, small, paying.map { case (k, ts) =>
-            (k, judged.find(_._1 eq k).get._2.toOption.get, ts.map(t => t._1 -> t._2.get))
-          }, smallBytes, bigBytes))
+          Right(RuntimePlan(sideName, big, small, paying, smallBytes, bigBytes))
         }
       }
     }
