@@ -335,9 +335,10 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       }
       val numbers = Seq[(String, Any)]("otherSideEstimatedBytes" -> p.smallBytes,
         "prunedScansEstimatedBytes" -> p.bigBytes) ++ ranges
-      fired(candidate, s"the ${p.sideName} side gets the other side's run-time min/max of " +
-        s"${p.keys.map(_._1.name).mkString(", ")} (computed as the query runs, before the " +
-        s"scan reads) in ${p.keys.flatMap(_._3.map(_._1.describe)).distinct.mkString(", ")}",
+      val smallKeys = p.keys.map(_._1.smallKey.sql).distinct.mkString(", ")
+      fired(candidate, s"the ${p.sideName} side gets the run-time min/max of $smallKeys " +
+        "(computed as the query runs, before the scan reads) in " +
+        p.keys.flatMap(_._3.map(_._1.describe)).distinct.mkString(", "),
         numbers: _*)
       big
     }
