@@ -211,6 +211,7 @@ SCENARIOS = (
         "of other months",
         _month_revenue("lineitem_clustered"),
         MONTH_KEYS,
+        showcase=True,
     ),
     _scenario(
         "p2_unordered",
