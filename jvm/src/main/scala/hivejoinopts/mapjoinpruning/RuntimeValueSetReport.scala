@@ -2,15 +2,22 @@ package hivejoinopts.mapjoinpruning
 
 import scala.util.Try
 
+import org.apache.spark.sql.catalyst.expressions.{Attribute, GreaterThanOrEqual}
 import org.apache.spark.sql.execution.{BaseSubqueryExec, FileSourceScanExec, ReusedSubqueryExec, ScalarSubquery, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 
+import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.log.{Decision, Outcome}
+import hivejoinopts.scan.ParquetFileSkipping.Kept
+import hivejoinopts.scan.RowGroupOverlap
 
 /**
  * What the run-time value sets of [[RuntimeValueSetPushdown]] did once a query ran: for each
  * file scan that took one, the values it got, how long computing them took, and what the scan
- * read. `HiveJoinOpts.explain(df, execute = true)` adds these to the query's decisions.
+ * read: rows and files from Spark's metrics, and the row groups whose statistics let the range
+ * through, from the footers (Spark counts no row groups). `HiveJoinOpts.explain(df, execute =
+ * true)` adds these to the query's decisions.
  */
 private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelper {
 
@@ -21,11 +28,35 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
     case scan: FileSourceScanExec if bounds(scan).nonEmpty => scan
   }.distinct.map(describe)
 
+  private def isBound(s: ScalarSubquery): Boolean =
+    RuntimeValueSetPushdown.BoundNames.contains(Try(s.plan.output.head.name).getOrElse(""))
+
   private def bounds(scan: FileSourceScanExec): Seq[ScalarSubquery] =
     (scan.dataFilters ++ scan.partitionFilters).flatMap(_.collect {
-      case s: ScalarSubquery if RuntimeValueSetPushdown.BoundNames.contains(
-        Try(s.plan.output.head.name).getOrElse("")) => s
+      case s: ScalarSubquery if isBound(s) => s
     }).distinct
+
+  /**
+   * Of an unpartitioned Parquet scan whose value set is on one data column: how many of its row
+   * groups the range lets through by their statistics, and how many it has. The footers are
+   * read on the driver, within map-join pruning's file limit and time budget.
+   */
+  private def rowGroupsRead(scan: FileSourceScanExec, lo: Option[Any], hi: Option[Any])
+      : Option[(Int, Int)] = {
+    val columns = scan.dataFilters.flatMap(_.collect {
+      case GreaterThanOrEqual(a: Attribute, s: ScalarSubquery) if isBound(s) => a
+    }).distinct
+    val conf = scan.conf
+    (columns, lo, hi) match {
+      case (Seq(a), Some(l), Some(h)) if l != null && h != null &&
+          scan.relation.fileFormat.isInstanceOf[ParquetFileFormat] =>
+        RowGroupOverlap.rowGroupsMayHold(scan.relation.sparkSession, scan.relation, a.name,
+          a.dataType, Kept.Between(l, h),
+          HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SKIP_FILES_MAX_FILES(conf),
+          System.nanoTime() + HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT(conf) * 1000000L)
+      case _ => None
+    }
+  }
 
   private def describe(scan: FileSourceScanExec): Decision = {
     val subqueries = bounds(scan)
@@ -33,6 +64,8 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
     val valueSet = values.sortBy(_._1).reverse.map(_._2.map(String.valueOf).getOrElse("?"))
       .mkString("[", ", ", "]")
     val collectMs = subqueries.flatMap(s => collectTime(s.plan)).reduceOption(_ max _)
+    def value(i: Int) = values.find(_._1 == RuntimeValueSetPushdown.BoundNames(i)).flatMap(_._2)
+    val rowGroups = rowGroupsRead(scan, value(0), value(1))
     def metric(name: String) = scan.metrics.get(name).map(_.value)
     val table = scan.tableIdentifier.map(_.unquotedString)
       .getOrElse(scan.relation.location.rootPaths.map(_.getName).mkString(", "))
@@ -41,6 +74,7 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
       metric("numOutputRows").map("rowsRead" -> _.toString) ++
       metric("numFiles").map("filesRead" -> _.toString) ++
       metric("numPartitions").map("partitionsRead" -> _.toString) ++
+      rowGroups.map { case (read, all) => "rowGroupsRead" -> s"$read of $all" } ++
       Seq("pushedFilters" -> scan.metadata.getOrElse("PushedFilters", ""))
     Decision(Rule, s"run-time value set of scan $table", Outcome.Fired,
       s"the scan of $table got the other side's key range $valueSet as the query ran",

@@ -85,6 +85,36 @@ private[hivejoinopts] object RowGroupOverlap {
   }
 
   /**
+   * How many of the row groups of an unpartitioned relation's files may hold a row `kept` keeps
+   * of `column` (values of `columnType`) by their statistics, and how many there are: the row
+   * groups a Parquet reader given that range filter reads. None when it has more than
+   * `maxFiles` files, is partitioned (its scan reads only some of its files), or the footers do
+   * not tell (a footer not read by the deadline, or statistics not compared exactly).
+   */
+  def rowGroupsMayHold(
+      session: SparkSession,
+      relation: HadoopFsRelation,
+      column: String,
+      columnType: DataType,
+      kept: ParquetFileSkipping.Kept,
+      maxFiles: Int,
+      deadlineNanos: Long): Option[(Int, Int)] = relation.location match {
+    case index: PartitioningAwareFileIndex if relation.partitionSchema.isEmpty =>
+      val files = index.allFiles().filter(f => isDataFile(f.getPath))
+      if (files.isEmpty || files.size > maxFiles) None
+      else {
+        val chunks = ParquetFooters.column(files, column, session, relation.options,
+          deadlineNanos)
+        sequence(chunks).flatMap(cs => sequence(cs.map(c =>
+          ParquetFileSkipping.order(c, columnType).map(cmp =>
+            c.rowGroups.map(ParquetFileSkipping.mayHold(_, Some(cmp), kept)))))).map { held =>
+          (held.flatten.count(identity), held.map(_.size).sum)
+        }
+      }
+    case _ => None
+  }
+
+  /**
    * At least how many rows the relation has with none of `notNull` NULL, from the footers of all
    * its files: their rows less the NULLs the footers count in those columns. The rows are counted
    * on `countOn`, else the first of `notNull`, else the first column: footers are cached per

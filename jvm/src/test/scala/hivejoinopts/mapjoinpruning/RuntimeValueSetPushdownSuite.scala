@@ -101,6 +101,9 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
           assert(numbers("valueSet") == "[7000, 7999]", d)
           assert(numbers("rowsRead").toLong < items / 5, d)
           assert(numbers.contains("valueSetMs"), d)
+          // The row groups whose statistics let the month through, of all the items' row groups.
+          val Array(read, all) = numbers("rowGroupsRead").split(" of ").map(_.toInt)
+          assert(read >= 1 && read * 5 < all, d)
           // Planned only: nothing ran, nothing to report.
           assert(!HiveJoinOpts.explain(sql(monthQuery)).decisions
             .exists(_.candidate.startsWith("run-time value set")))
