@@ -32,9 +32,14 @@ def test_fuzzed_queries_with_the_runtime_split_forced(spark, tmp_path, request):
     time, on the fuzzer's shapes: every answer must stay Spark's."""
     queries = max(request.config.getoption("--fuzz-queries") // 5, 20)
     seed = request.config.getoption("--fuzz-seed")
-    report = fuzz(spark, queries, seed + 1, tmp_path, profile="runtime-split")
+    partial = []
+    report = fuzz(spark, queries, seed + 1, tmp_path, profile="runtime-split",
+                  checkpoint=lambda r: partial.append((r.queries, sum(r.statuses.values()))))
     print(report.summary())
     assert not report.failures, report.summary()
+    # A checkpoint with each progress line, each counting the queries run so far.
+    expected = list(range(25, queries, 25)) + [queries]
+    assert partial == [(n, n) for n in expected], partial
     assert report.fired["SkewJoinRuntimeSplit"] >= queries // 10, report.summary()
 
 

@@ -112,13 +112,17 @@ def _cmd_fuzz(args) -> int:
     from ._session import local_session
     from .fuzz import fuzz
 
+    def write(report) -> None:
+        Path(args.out).write_text(report.to_json())
+
     spark = local_session("hive-join-opts fuzz")
     with tempfile.TemporaryDirectory(prefix="hive-join-opts-fuzz-") as folder:
+        # The JSON is rewritten with each progress line: a run cut short keeps what it compared.
         report = fuzz(spark, args.queries, args.seed, Path(folder), only=args.only,
-                      profile=args.profile)
+                      profile=args.profile, checkpoint=write if args.out else None)
     print(report.summary())
     if args.out:
-        Path(args.out).write_text(report.to_json())
+        write(report)
     return 1 if report.failures else 0
 
 
@@ -213,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="default", choices=sorted(PROFILES),
                    help="settings forced on every query: runtime-split makes the run-time skew "
                         "split fire wherever a key is heavier than a slot's share")
-    p.add_argument("--out", metavar="FILE", help="also write the report as JSON")
+    p.add_argument("--out", metavar="FILE",
+                   help="also write the report as JSON (rewritten with each progress line)")
     p.set_defaults(run=_cmd_fuzz)
 
     p = sub.add_parser("flags", help="list the flags and their Python keywords")

@@ -263,10 +263,13 @@ def fuzz(
     only: int | None = None,
     progress: Callable[[str], None] | None = None,
     profile: str = "default",
+    checkpoint: Callable[[Report], None] | None = None,
 ) -> Report:
     """Runs `queries` fuzzed queries from `seed` (or only query number `only`), on new tables
     every `queries_per_world` queries, with the settings `profile` forces, and restores the
-    session's settings afterwards."""
+    session's settings afterwards. `checkpoint` gets the report so far with each progress line,
+    so that a run whose JVM dies (a generated query can exhaust Spark's own memory) still leaves
+    what it compared."""
     if profile not in PROFILES:
         raise ValueError(f"unknown fuzz profile {profile!r}; known: {', '.join(PROFILES)}")
     forced = PROFILES[profile]
@@ -280,6 +283,11 @@ def fuzz(
     indices = [only] if only is not None else list(range(queries))
     start = time.monotonic()
     world, world_index = None, None
+
+    def report(ran: int) -> Report:
+        return Report(seed, ran, time.monotonic() - start, statuses, fired, shapes, rules,
+                      failures, invalid, empty, together)
+
     try:
         for key, value in FIXED_SETTINGS.items():
             spark.conf.set(key, value)
@@ -311,11 +319,12 @@ def fuzz(
                 left = elapsed / (n + 1) * (len(indices) - n - 1)
                 progress(f"fuzz: {n + 1}/{len(indices)} queries, {len(failures)} failed, "
                          f"{elapsed:.0f} s elapsed, about {left:.0f} s left")
+                if checkpoint is not None:
+                    checkpoint(report(n + 1))
     finally:
         for key, value in saved.items():
             if value is None:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
-    return Report(seed, len(indices), time.monotonic() - start, statuses, fired, shapes, rules,
-                  failures, invalid, empty, together)
+    return report(len(indices))
