@@ -65,7 +65,8 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
       .mkString("[", ", ", "]")
     val collectMs = subqueries.flatMap(s => collectTime(s.plan)).reduceOption(_ max _)
     def value(i: Int) = values.find(_._1 == RuntimeValueSetPushdown.BoundNames(i)).flatMap(_._2)
-    val rowGroups = rowGroupsRead(scan, value(0), value(1))
+    // A report only: footers that cannot be read leave the count out, never fail explain().
+    val rowGroups = Try(rowGroupsRead(scan, value(0), value(1))).toOption.flatten
     def metric(name: String) = scan.metrics.get(name).map(_.value)
     val table = scan.tableIdentifier.map(_.unquotedString)
       .getOrElse(scan.relation.location.rootPaths.map(_.getName).mkString(", "))
