@@ -72,13 +72,10 @@ private[hivejoinopts] object RowGroupOverlap {
       maxFiles: Int,
       deadlineNanos: Long): Option[Double] = {
     val (_, chunks) = sampledChunks(session, relation, column, maxFiles, deadlineNanos)
-    val counts = chunks.map(_.flatMap { c =>
-      ParquetFileSkipping.order(c, columnType).filter(_ =>
-        c.rowGroups.forall(g => g.rows == 0 || g.range.nonEmpty)).map { cmp =>
-        val holding = c.rowGroups.filter(ParquetFileSkipping.mayHold(_, Some(cmp), kept))
-        (holding.map(_.rows).sum, c.rowGroups.map(_.rows).sum)
-      }
-    })
+    val counts = chunks.map(_.filter(c => c.rowGroups.forall(g => g.rows == 0 || g.range.nonEmpty))
+      .flatMap(heldRowGroups(_, columnType, kept)).map { groups =>
+        (groups.collect { case (g, true) => g.rows }.sum, groups.map(_._1.rows).sum)
+      })
     val total = counts.flatten.map(_._2).sum
     if (counts.isEmpty || counts.exists(_.isEmpty) || total == 0) None
     else Some(counts.flatten.map(_._1).sum.toDouble / total)
@@ -105,14 +102,22 @@ private[hivejoinopts] object RowGroupOverlap {
       else {
         val chunks = ParquetFooters.column(files, column, session, relation.options,
           deadlineNanos)
-        sequence(chunks).flatMap(cs => sequence(cs.map(c =>
-          ParquetFileSkipping.order(c, columnType).map(cmp =>
-            c.rowGroups.map(ParquetFileSkipping.mayHold(_, Some(cmp), kept)))))).map { held =>
-          (held.flatten.count(identity), held.map(_.size).sum)
-        }
+        sequence(chunks).flatMap(cs => sequence(cs.map(heldRowGroups(_, columnType, kept))))
+          .map(held => (held.flatten.count(_._2), held.map(_.size).sum))
       }
     case _ => None
   }
+
+  /**
+   * A column chunk's row groups, each with whether its statistics may hold a row `kept` keeps;
+   * None where the chunk's statistics are not compared exactly ([[ParquetFileSkipping.order]]).
+   */
+  private def heldRowGroups(
+      c: ColumnChunks,
+      columnType: DataType,
+      kept: ParquetFileSkipping.Kept): Option[Seq[(RowGroupStats, Boolean)]] =
+    ParquetFileSkipping.order(c, columnType).map(cmp =>
+      c.rowGroups.map(g => g -> ParquetFileSkipping.mayHold(g, Some(cmp), kept)))
 
   /**
    * At least how many rows the relation has with none of `notNull` NULL, from the footers of all
