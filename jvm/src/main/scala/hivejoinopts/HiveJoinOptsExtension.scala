@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, GroupByCastJoinKey, MergeSameKeyAggregates, PruneRepeatedInSubquery}
 import hivejoinopts.log.{DecisionsTable, ResolveDecisionsTable}
-import hivejoinopts.mapjoinpruning.{JoinKeyValuePushdown, RuntimeValueSetPushdown}
+import hivejoinopts.mapjoinpruning.{JoinKeyValuePushdown, RuntimeValueSetPushdown, RuntimeValueSetWait, RuntimeValueSetWaitColumnar}
 import hivejoinopts.skew.{ResolveSkewHint, SkewHintNames, SkewJoinSplit}
 import hivejoinopts.skew.runtime.{CountShuffledJoinKeys, SkewJoinRuntimeSplit}
 
@@ -96,6 +96,14 @@ object HiveJoinOptsExtension {
     ExtensionRule.preCBO("JoinKeyValuePushdown", JoinKeyValuePushdown(_)),
     // Right after: the joins whose small side was too big to evaluate get run-time ranges.
     ExtensionRule.preCBO("RuntimeValueSetPushdown", RuntimeValueSetPushdown(_)),
+    // Once their subqueries are planned, and before Spark reuses them: a scan waits for its
+    // run-time value set at most maxWait. With adaptive execution on each re-planned plan;
+    // without, before the columnar transitions.
+    ExtensionRule.atStart("the run-time value sets' bounded wait (runtime.maxWait)",
+      "a physical rule: it wraps the subqueries Spark plans") { ext =>
+      ext.injectQueryStagePrepRule(RuntimeValueSetWait(_))
+      ext.injectColumnar(RuntimeValueSetWaitColumnar(_))
+    },
 
     // ---- skew join ----
     // Analysis. Before column resolution (the hint batch; the parser on Spark 3.5), the hint's

@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN}
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.hivejoinopts.Flag
+import org.apache.spark.sql.types.MetadataBuilder
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.compat.SparkShims
@@ -46,9 +47,9 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * dynamic partition pruning does. The aggregate reads only the side's key and filter columns,
  * once: Spark's exchange reuse shares what it can with the join's own plan of that side.
  *
- * '''The cost check.''' A scan waits for the value set, and the side is read twice (the join's
- * and the aggregate's), so the rule fires only where the footers promise a gain, before
- * anything runs: the side's key range is estimated from its own footers, as the union of the
+ * '''The cost check.''' A scan waits for the value set (at most `runtime.maxWait`:
+ * [[RuntimeValueSetWait]]), and the side is read twice (the join's and the aggregate's), so the
+ * rule fires only where the footers promise a gain, before anything runs: the side's key range is estimated from its own footers, as the union of the
  * key's [min, max] over the row groups whose statistics may pass its filters
  * ([[FilteredKeyRange]]: a month of orders written in arrival order is a narrow id range); the
  * scan to prune must be in some order on the key ([[RowGroupOverlap]], `bigSide.maxRowGroupOverlap`)
@@ -333,8 +334,16 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
             (s"estimatedSkipped(${t.describe})", f"${share * 100}%.1f%%")
           }
       }
+      val unbounded = p.keys.map(_._1.smallKey.dataType).distinct
+        .filter(t => Seq(true, false).exists(ValueSetWaitExec.fallback(t, _).isEmpty))
+      val maxWait = if (unbounded.isEmpty) {
+        s"${HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT(conf)} ms"
+      } else {
+        s"none: a ${unbounded.map(_.simpleString).mkString(", ")} key has no end of its " +
+          "range to fall back to, so the scan waits until the value set is ready"
+      }
       val numbers = Seq[(String, Any)]("otherSideEstimatedBytes" -> p.smallBytes,
-        "prunedScansEstimatedBytes" -> p.bigBytes) ++ ranges
+        "prunedScansEstimatedBytes" -> p.bigBytes, "maxWait" -> maxWait) ++ ranges
       val smallKeys = p.keys.map(_._1.smallKey.sql).distinct.mkString(", ")
       fired(candidate, s"the ${p.sideName} side gets the run-time min/max of $smallKeys " +
         "(computed as the query runs, before the scan reads) in " +
@@ -355,8 +364,22 @@ private[mapjoinpruning] final case class RuntimePlan(
     bigBytes: BigInt)
 
 object RuntimeValueSetPushdown {
-  /** The names of the two bounds' columns, by which a scan's value set is found once it ran. */
+  /** The names of the two bounds' columns: the lower bound's, then the upper bound's. */
   val BoundNames: Seq[String] = Seq("value_set_min", "value_set_max")
+
+  /**
+   * The metadata key that marks a bound's column, with the bound's name as its value. A scan's
+   * value set is found by it once planned ([[RuntimeValueSetWait]], [[RuntimeValueSetReport]]):
+   * a column name alone could be a user's, and only our own bounds may fall back to a wider one.
+   */
+  private val BoundMarker = "hiveJoinOpts.runtimeValueSetBound"
+
+  /** Of the output of a bound's subquery: whether it is the lower bound (`None`: not a bound). */
+  def isLowerBound(output: Seq[Attribute]): Option[Boolean] = output match {
+    case Seq(a) if a.metadata.contains(BoundMarker) =>
+      Some(a.metadata.getString(BoundMarker) == BoundNames.head)
+    case _ => None
+  }
 
   /** Marks a join or IN filter the rule has decided on, so that another run leaves it. */
   val Decided: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.runtimeValueSet")
@@ -372,9 +395,11 @@ object RuntimeValueSetPushdown {
       : (Expression, Expression) = {
     val projected = Project(Seq(Alias(key, "value_set_key")()), side)
     val k: Attribute = projected.output.head
+    def marked(e: Expression, name: String) = Alias(e, name)(
+      explicitMetadata = Some(new MetadataBuilder().putString(BoundMarker, name).build()))
     val minMax = Aggregate(Nil, Seq(
-      Alias(Min(k).toAggregateExpression(), BoundNames(0))(),
-      Alias(Max(k).toAggregateExpression(), BoundNames(1))()), projected)
+      marked(Min(k).toAggregateExpression(), BoundNames(0)),
+      marked(Max(k).toAggregateExpression(), BoundNames(1))), projected)
     def bound(i: Int) =
       ScalarSubquery(Limit(Literal(1), Project(Seq(minMax.output(i)), minMax)))
     (bound(0), bound(1))

@@ -29,7 +29,7 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
   }.distinct.map(describe)
 
   private def isBound(s: ScalarSubquery): Boolean =
-    RuntimeValueSetPushdown.BoundNames.contains(Try(s.plan.output.head.name).getOrElse(""))
+    RuntimeValueSetPushdown.isLowerBound(s.plan.output).isDefined
 
   private def bounds(scan: FileSourceScanExec): Seq[ScalarSubquery] =
     (scan.dataFilters ++ scan.partitionFilters).flatMap(_.collect {
@@ -60,31 +60,49 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
 
   private def describe(scan: FileSourceScanExec): Decision = {
     val subqueries = bounds(scan)
-    val values = subqueries.map(s => s.plan.output.head.name -> Try(s.eval(null)).toOption)
-    val valueSet = values.sortBy(_._1).reverse.map(_._2.map(String.valueOf).getOrElse("?"))
+    val values = subqueries.map(s =>
+      RuntimeValueSetPushdown.isLowerBound(s.plan.output).get -> Try(s.eval(null)).toOption)
+    val valueSet = values.sortBy(!_._1).map(_._2.map(String.valueOf).getOrElse("?"))
       .mkString("[", ", ", "]")
     val collectMs = subqueries.flatMap(s => collectTime(s.plan)).reduceOption(_ max _)
-    def value(i: Int) = values.find(_._1 == RuntimeValueSetPushdown.BoundNames(i)).flatMap(_._2)
+    val waits = subqueries.flatMap(s => waited(s.plan))
+    val timedOut = waits.filter(_._2).map(_._1).reduceOption(_ max _)
+    def value(lower: Boolean) = values.find(_._1 == lower).flatMap(_._2)
     // A report only: footers that cannot be read leave the count out, never fail explain().
-    val rowGroups = Try(rowGroupsRead(scan, value(0), value(1))).toOption.flatten
+    val rowGroups =
+      if (timedOut.isDefined) None
+      else Try(rowGroupsRead(scan, value(true), value(false))).toOption.flatten
     def metric(name: String) = scan.metrics.get(name).map(_.value)
     val table = scan.tableIdentifier.map(_.unquotedString)
       .getOrElse(scan.relation.location.rootPaths.map(_.getName).mkString(", "))
     val numbers = Seq("valueSet" -> valueSet) ++
       collectMs.map("valueSetMs" -> _.toString) ++
+      waits.map(_._1).reduceOption(_ max _).map("waitedMs" -> _.toString) ++
+      timedOut.map(ms => "timedOut" -> (s"after $ms ms (runtime.maxWait): the scan read " +
+        "without the range")) ++
       metric("numOutputRows").map("rowsRead" -> _.toString) ++
       metric("numFiles").map("filesRead" -> _.toString) ++
       metric("numPartitions").map("partitionsRead" -> _.toString) ++
       rowGroups.map { case (read, all) => "rowGroupsRead" -> s"$read of $all" } ++
       Seq("pushedFilters" -> scan.metadata.getOrElse("PushedFilters", ""))
-    Decision(Rule, s"run-time value set of scan $table", Outcome.Fired,
-      s"the scan of $table got the other side's key range $valueSet as the query ran",
-      numbers)
+    val reason =
+      if (timedOut.isDefined) s"the scan of $table stopped waiting for the other side's key " +
+        "range (runtime.maxWait) and read every row group"
+      else s"the scan of $table got the other side's key range $valueSet as the query ran"
+    Decision(Rule, s"run-time value set of scan $table", Outcome.Fired, reason, numbers)
   }
 
   /** How long the subquery took to collect its value, in ms, where Spark measured it. */
   private def collectTime(p: BaseSubqueryExec): Option[Long] = p match {
     case r: ReusedSubqueryExec => collectTime(r.child)
+    case w: ValueSetWaitExec => collectTime(w.child)
     case other => other.metrics.get("collectTime").map(_.value)
+  }
+
+  /** How long the scan waited for the subquery, in ms, and whether it stopped waiting. */
+  private def waited(p: BaseSubqueryExec): Option[(Long, Boolean)] = p match {
+    case r: ReusedSubqueryExec => waited(r.child)
+    case w: ValueSetWaitExec => w.waited
+    case _ => None
   }
 }

@@ -112,6 +112,76 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
+  test("runtime.maxWait: the bounds wait at most that long, and the answer stays the same") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    // Computing the month's value set takes over 2 s: `slow_id` sleeps on the month's first id.
+    spark.udf.register("slow_id", (x: Long) => { if (x == 7000) Thread.sleep(2000); x })
+    val q = "SELECT count(*), sum(v) FROM items JOIN orders ON items.o = orders.id " +
+      "WHERE orders.month = 7 AND slow_id(orders.id) = orders.id"
+    def ran(): Map[String, String] = {
+      val Seq(d) = HiveJoinOpts.explain(sql(q), execute = true).decisions
+        .filter(_.candidate.startsWith("run-time value set"))
+      d.numbers.toMap
+    }
+    def waits(df: DataFrame): Seq[ValueSetWaitExec] =
+      collectWithSubqueries(df.queryExecution.executedPlan) { case p => p }.flatMap(
+        _.expressions.flatMap(_.collect {
+          case s: org.apache.spark.sql.execution.ScalarSubquery => s.plan
+        })).collect { case w: ValueSetWaitExec => w }
+    withOrders() {
+      // A shuffled join: its items stage starts beside the orders', not after their broadcast.
+      for (adaptive <- Seq("true", "false")) {
+        withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
+            SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
+          withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
+            checkSameAnswer(sql(q))
+            val df = sql(q)
+            df.collect()
+            assert(waits(df).nonEmpty && waits(df).forall(_.maxWaitMs == 1))
+            assert(runtimeDecisions(sql(q)).exists(d =>
+              d.fired && d.numbers.toMap.get("maxWait").contains("1 ms")))
+            // Whether the value set was ready within 1 ms depends on when the scan started;
+            // what the scan read follows from the report either way.
+            val report = ran()
+            if (report.contains("timedOut")) {
+              assert(report("rowsRead").toLong == items, report)
+              assert(!report.contains("rowGroupsRead"), report)
+            } else {
+              assert(report("rowsRead").toLong < items / 5, report)
+            }
+          }
+          val waited = ran()
+          assert(!waited.contains("timedOut"), waited)
+          assert(waited.contains("waitedMs"), waited)
+          assert(waited("rowsRead").toLong < items / 5, waited)
+        }
+      }
+      // A user's scalar subquery named like a bound is never given up on.
+      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
+        def user = sql("SELECT count(*) FROM items WHERE o >= (SELECT min(slow_id(id)) AS " +
+          "value_set_min FROM orders WHERE month = 7)")
+        checkSameAnswer(user)
+        val df = user
+        df.collect()
+        assert(waits(df).isEmpty)
+      }
+    }
+  }
+
+  test("runtime.maxWait falls back to the widest value of the key's type, where it has one") {
+    import org.apache.spark.sql.types._
+    assert(ValueSetWaitExec.fallback(IntegerType, lower = true).contains(Int.MinValue))
+    assert(ValueSetWaitExec.fallback(LongType, lower = false).contains(Long.MaxValue))
+    assert(ValueSetWaitExec.fallback(ShortType, lower = true).contains(Short.MinValue))
+    assert(ValueSetWaitExec.fallback(DecimalType(5, 2), lower = false)
+      .contains(Decimal(BigDecimal("999.99"), 5, 2)))
+    assert(ValueSetWaitExec.fallback(DecimalType(5, 2), lower = true)
+      .contains(Decimal(BigDecimal("-999.99"), 5, 2)))
+    assert(ValueSetWaitExec.fallback(StringType, lower = true).isEmpty)
+    assert(ValueSetWaitExec.fallback(DoubleType, lower = true).isEmpty)
+    assert(ValueSetWaitExec.fallback(DateType, lower = true).isEmpty)
+  }
+
   test("the same answer for every join type, NULL keys on both sides, adaptive on and off") {
     withOrders(nullKeys = true) {
       val joins = Seq(
