@@ -43,11 +43,20 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
       val deadline = new WaitDeadline(maxWaitMs)
       node.transformExpressions {
         case s: ScalarSubquery if !RuntimeValueSetWait.waits(s.plan) =>
-          RuntimeValueSetPushdown.isLowerBound(s.plan.output)
-            .flatMap(lower => ValueSetWaitExec.fallback(s.dataType, lower))
-            .map(fallback =>
-              s.withNewPlan(ValueSetWaitExec(s.plan, maxWaitMs, fallback)(deadline)))
-            .getOrElse(s)
+          RuntimeValueSetPushdown.isLowerBound(s.plan.output).map { lower =>
+            // One decision per bound: its copies in a scan and a filter share the expression id.
+            val candidate = s"bound ${s.plan.output.head.name} (scalar-subquery#${s.exprId.id})"
+            ValueSetWaitExec.fallback(s.dataType, lower) match {
+              case Some(fallback) =>
+                fired(candidate, s"waited for at most $maxWaitMs ms (runtime.maxWait), then " +
+                  "the scan reads as without it")
+                s.withNewPlan(ValueSetWaitExec(s.plan, maxWaitMs, fallback)(deadline))
+              case None =>
+                skipped(candidate, s"a ${s.dataType.simpleString} key has no end of its range " +
+                  "to fall back to: the scan waits until the value set is ready")
+                s
+            }
+          }.getOrElse(s)
       }
     }
   }
