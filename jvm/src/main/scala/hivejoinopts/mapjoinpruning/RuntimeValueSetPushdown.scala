@@ -49,8 +49,9 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *
  * '''The cost check.''' A scan waits for the value set (at most `runtime.maxWait`:
  * [[RuntimeValueSetWait]]), and the side is read twice (the join's and the aggregate's), so the
- * rule fires only where the footers promise a gain, before anything runs: the side's key range is estimated from its own footers, as the union of the
- * key's [min, max] over the row groups whose statistics may pass its filters
+ * rule fires only where the footers promise a gain, before anything runs: the side's key range
+ * is estimated from its own footers, as the union of the key's [min, max] over the row groups
+ * whose statistics may pass its filters
  * ([[FilteredKeyRange]]: a month of orders written in arrival order is a narrow id range); the
  * scan to prune must be in some order on the key ([[RowGroupOverlap]], `bigSide.maxRowGroupOverlap`)
  * and the estimated range must rule out at least `bigSide.minSkippedRowShare` of its sampled
@@ -336,12 +337,9 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       }
       val unbounded = p.keys.map(_._1.smallKey.dataType).distinct
         .filter(t => Seq(true, false).exists(ValueSetWaitExec.fallback(t, _).isEmpty))
-      val maxWait = if (unbounded.isEmpty) {
-        s"${HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT(conf)} ms"
-      } else {
-        s"none: a ${unbounded.map(_.simpleString).mkString(", ")} key has no end of its " +
-          "range to fall back to, so the scan waits until the value set is ready"
-      }
+      val maxWait =
+        if (unbounded.isEmpty) s"${HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT(conf)} ms"
+        else s"none: ${ValueSetWaitExec.waitsUnbounded(unbounded)}"
       val numbers = Seq[(String, Any)]("otherSideEstimatedBytes" -> p.smallBytes,
         "prunedScansEstimatedBytes" -> p.bigBytes, "maxWait" -> maxWait) ++ ranges
       val smallKeys = p.keys.map(_._1.smallKey.sql).distinct.mkString(", ")

@@ -2,6 +2,7 @@ package hivejoinopts.mapjoinpruning
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
 import org.apache.spark.sql.execution.{BaseSubqueryExec, ColumnarRule, ReusedSubqueryExec, ScalarSubquery, SparkPlan}
 import org.apache.spark.sql.hivejoinopts.Flag
 
@@ -23,8 +24,9 @@ import hivejoinopts.rules.HiveJoinOptsPhysicalRule
  *        (the same subquery in its filters)    +- FileScan lineitem (the same, in its filters)
  * }}}
  * It runs on the physical plan once its subqueries are planned: as a query-stage preparation
- * rule with adaptive execution, else before the columnar transitions ([[RuntimeValueSetWaitColumnar]]),
- * and before Spark's subquery reuse, which then shares one wait between a scan and its filter.
+ * rule with adaptive execution, else before the columnar transitions
+ * ([[RuntimeValueSetWaitColumnar]]), and before Spark's subquery reuse, which then shares one
+ * wait between a scan and its filter.
  *
  * '''When it must not fire''': on any scalar subquery that is not a value set's bound (a user's
  * subquery never falls back to another value), and on a key type without a fallback
@@ -38,10 +40,11 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
 
   override protected def rewrite(plan: SparkPlan): SparkPlan = {
     val maxWaitMs = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT(conf)
-    plan.transformUp { case node =>
+    // Only where a subquery is: this runs on every plan Spark prepares.
+    plan.transformUpWithPruning(_.containsPattern(PLAN_EXPRESSION)) { case node =>
       // The bounds of one node share one deadline: the node waits at most maxWait in all.
       val deadline = new WaitDeadline(maxWaitMs)
-      node.transformExpressions {
+      node.transformExpressionsWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
         case s: ScalarSubquery if !RuntimeValueSetWait.waits(s.plan) =>
           RuntimeValueSetPushdown.isLowerBound(s.plan.output).map { lower =>
             // One decision per bound: its copies in a scan and a filter share the expression id.
@@ -52,8 +55,7 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
                   "the scan reads as without it")
                 s.withNewPlan(ValueSetWaitExec(s.plan, maxWaitMs, fallback)(deadline))
               case None =>
-                skipped(candidate, s"a ${s.dataType.simpleString} key has no end of its range " +
-                  "to fall back to: the scan waits until the value set is ready")
+                skipped(candidate, ValueSetWaitExec.waitsUnbounded(Seq(s.dataType)))
                 s
             }
           }.getOrElse(s)

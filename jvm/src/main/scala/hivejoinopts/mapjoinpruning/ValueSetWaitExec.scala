@@ -44,7 +44,8 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
       case _: TimeoutException =>
         waited = Some((ms, true))
         logWarning(s"hive-join-opts: the run-time value set ${child.output.head.name} was not " +
-          s"ready after $maxWaitMs ms (mapJoinPruning.runtime.maxWait); its scan reads without it")
+          s"ready within mapJoinPruning.runtime.maxWait ($maxWaitMs ms, shared by the bounds " +
+          "of one scan); its scan reads without it")
         Array(new GenericInternalRow(Array[Any](fallback)))
       case e: ExecutionException => throw e.getCause
     }
@@ -106,4 +107,9 @@ object ValueSetWaitExec {
       Some(Decimal(if (lower) most.negate() else most, d.precision, d.scale))
     case _ => None
   }
+
+  /** Why a scan waits without a bound for a value set on keys of `types`: they have no fallback. */
+  def waitsUnbounded(types: Seq[DataType]): String =
+    s"a ${types.map(_.simpleString).mkString(", ")} key has no end of its range to fall back " +
+      "to, so the scan waits until the value set is ready"
 }
