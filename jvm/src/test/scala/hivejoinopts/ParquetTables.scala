@@ -7,7 +7,7 @@ import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation, PartitioningAwareFileIndex}
 
-/** Parquet tables in a folder of the suite's own, each registered as a view of its name. */
+/** Parquet (or ORC) tables in a folder of the suite's own, each registered as a view of its name. */
 trait ParquetTables extends HiveJoinOptsQueryTest {
 
   private var dir: File = _
@@ -21,14 +21,18 @@ trait ParquetTables extends HiveJoinOptsQueryTest {
     try org.apache.commons.io.FileUtils.deleteDirectory(dir) finally super.afterAll()
   }
 
-  /** Writes `df` as Parquet (with the writer's `options`) and registers it as the view `name`. */
+  /**
+   * Writes `df` as Parquet (or another `format`, with the writer's `options`) and registers it
+   * as the view `name`.
+   */
   protected def table(
       name: String,
       df: DataFrame,
-      options: Map[String, String] = Map.empty): Unit = {
+      options: Map[String, String] = Map.empty,
+      format: String = "parquet"): Unit = {
     val path = new File(dir, name).getCanonicalPath
-    df.write.mode("overwrite").options(options).parquet(path)
-    spark.read.parquet(path).createOrReplaceTempView(name)
+    df.write.mode("overwrite").options(options).format(format).save(path)
+    spark.read.format(format).load(path).createOrReplaceTempView(name)
   }
 
   /**

@@ -10,21 +10,20 @@ import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN}
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.types.MetadataBuilder
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.plan.{Candidates, FileRelation, JoinKeys, SparkJoinSelection}
-import hivejoinopts.scan.{FilteredKeyRange, RowGroupOverlap}
+import hivejoinopts.scan.{FileFooters, FilteredKeyRange, RowGroupOverlap}
 import hivejoinopts.scan.ParquetFileSkipping.Kept
 
 /**
  * Run-time value sets: a join side too big to evaluate while planning still prunes the other
  * side's scans. Its join key's minimum and maximum, computed while the query runs, become a
- * range filter that Spark applies inside the other side's Parquet scan (row groups skipped by
- * their statistics) or to its partitions, before that scan reads anything.
+ * range filter that Spark applies inside the other side's Parquet or ORC scan (row groups and
+ * stripes skipped by their statistics) or to its partitions, before that scan reads anything.
  *
  * A month of orders (over `smallSide.maxBytes`) joined to line items stored in order-id order:
  * {{{
@@ -52,10 +51,12 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * rule fires only where the footers promise a gain, before anything runs: the side's key range
  * is estimated from its own footers, as the union of the key's [min, max] over the row groups
  * whose statistics may pass its filters
- * ([[FilteredKeyRange]]: a month of orders written in arrival order is a narrow id range); the
- * scan to prune must be in some order on the key ([[RowGroupOverlap]], `bigSide.maxRowGroupOverlap`)
- * and the estimated range must rule out at least `bigSide.minSkippedRowShare` of its sampled
- * rows (or of its partitions). Line items in no order, or orders whose dates do not follow their
+ * ([[FilteredKeyRange]]: a month of orders written in arrival order is a narrow id range); a
+ * Parquet scan to prune must be in some order on the key ([[RowGroupOverlap]],
+ * `bigSide.maxRowGroupOverlap`), and the estimated range must rule out at least
+ * `bigSide.minSkippedRowShare` of the scan's sampled rows (by Parquet row groups or ORC stripes)
+ * or of its partitions. ORC's reader also skips the row groups inside a stripe, so on ORC the
+ * check counts from below. Line items in no order, or orders whose dates do not follow their
  * ids (TPC-H's), leave the plan as it is.
  *
  * '''Spark's own run-time filters.''' Dynamic partition pruning covers a partition column when
@@ -67,16 +68,17 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * '''When it must not fire''' (each is a skipped decision with the reason):
  *  - as for [[JoinKeyValuePushdown]]: the preserved side of an outer join, either side of an
  *    anti join, the right side of a semi join; a key joined with `<=>`; a key that does not
- *    reach a Parquet data column or a partition column as it is; a floating-point key;
+ *    reach a Parquet or ORC data column or a partition column as it is; a floating-point key;
+ *    an ORC string column (ORC orders its statistics otherwise);
  *  - the other side is small enough for [[JoinKeyValuePushdown]] (it evaluates it while planning),
  *    or is not deterministic, a stream, correlated or a CTE reference, or is more than filters
  *    and projections of one scan (a join would be computed again for the value set, and what
  *    Spark's later batches still rewrite, a subquery or a Python UDF, would not be rewritten in
  *    the subquery's plan);
  *  - the cost check above finds nothing to skip, or the footers do not tell (the side's key is
- *    not a Parquet column, its statistics are missing);
- *  - ORC data columns (the cost check reads Parquet footers only), and on Spark 3.5 every data
- *    column: its file scan takes no run-time values as pushed filters (partition columns only).
+ *    a Parquet or ORC column of a type whose statistics are read, its statistics are missing);
+ *  - on Spark 3.5, every data column: its file scan takes no run-time values as pushed filters
+ *    (partition columns only).
  */
 case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruningRule {
 
@@ -243,11 +245,13 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
             } else None
           case _ => Some(s"${t.describe}: its partitions are not listed while planning")
         }
-        case ScanUse.PushedFilter("Parquet") if SparkShims.scanPushesScalarSubqueries => None
-        case ScanUse.PushedFilter("Parquet") =>
+        case ScanUse.PushedFilter(_) if !SparkShims.scanPushesScalarSubqueries =>
           Some(s"${t.describe}: this Spark line's file scan takes no run-time values as " +
             "pushed filters")
-        case _ => Some(s"${t.describe}: the cost check reads Parquet footers only")
+        case ScanUse.PushedFilter(_) => t.scan match {
+          case FileRelation(fs) if FileFooters.readable(fs.fileFormat) => None
+          case _ => Some(s"${t.describe}: the cost check reads Parquet and ORC footers only")
+        }
       }
 
     /** The other side's key range from its footers under its own filters. */
@@ -256,7 +260,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       val walk = ValueSetPushdown.walk(small, k.smallKey, _ => None)
       val estimates = walk.targets.map { t =>
         (t.use, t.scan) match {
-          case (ScanUse.PushedFilter("Parquet"), FileRelation(fs)) =>
+          case (ScanUse.PushedFilter(_), FileRelation(fs)) if FileFooters.readable(fs.fileFormat) =>
             val conjuncts = filtersOn(small, t.scan).filter(FilteredKeyRange.judges)
             // Without a filter the footers can judge, the range is the whole table's: no
             // footer needs reading to know that it skips little.
@@ -267,7 +271,8 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
               FilteredKeyRange.of(session, fs, t.column.name, conjuncts, skipFilesMaxFiles,
                 deadline).toRight(s"the footers of ${t.table} do not bound ${t.column.name}")
             }
-          case _ => Left(s"${t.describe} has no Parquet footers to bound the other side's key")
+          case _ =>
+            Left(s"${t.describe} has no Parquet or ORC footers to bound the other side's key")
         }
       }
       if (walk.targets.isEmpty) {
@@ -295,7 +300,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       }.flatten
     }
 
-    /** The share of the target's sampled rows (Parquet) or partitions the range rules out. */
+    /** The share of the target's sampled rows (Parquet, ORC) or partitions the range rules out. */
     private def skippedShare(t: Target, est: FilteredKeyRange.Estimate): Option[Double] =
       (t.use, t.scan) match {
         case (ScanUse.PartitionPruning, FileRelation(fs)) => fs.location match {
@@ -307,8 +312,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
             else Some(values.count(_.contains(false)).toDouble / values.size)
           case _ => None
         }
-        case (ScanUse.PushedFilter("Parquet"), FileRelation(fs))
-            if fs.fileFormat.isInstanceOf[ParquetFileFormat] =>
+        case (ScanUse.PushedFilter(_), FileRelation(fs)) if FileFooters.readable(fs.fileFormat) =>
           RowGroupOverlap.rowShareMayHold(session, fs, t.column.name, t.column.dataType,
             Kept.Between(est.lo, est.hi), sampleFiles, deadline).map(1 - _)
         case _ => None

@@ -10,14 +10,14 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.log.{Decision, Outcome}
 import hivejoinopts.scan.ParquetFileSkipping.Kept
-import hivejoinopts.scan.RowGroupOverlap
+import hivejoinopts.scan.{FileFooters, RowGroupOverlap}
 
 /**
  * What the run-time value sets of [[RuntimeValueSetPushdown]] did once a query ran: for each
  * file scan that took one, the values it got, how long computing them took, and what the scan
- * read: rows and files from Spark's metrics, and the row groups whose statistics let the range
- * through, from the footers (Spark counts no row groups). `HiveJoinOpts.explain(df, execute =
- * true)` adds these to the query's decisions.
+ * read: rows and files from Spark's metrics, and the row groups (ORC: stripes) whose statistics
+ * let the range through, from the footers (Spark counts no row groups).
+ * `HiveJoinOpts.explain(df, execute = true)` adds these to the query's decisions.
  */
 private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelper {
 
@@ -37,9 +37,10 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
     }).distinct
 
   /**
-   * Of an unpartitioned Parquet scan whose value set is on one data column: how many of its row
-   * groups the range lets through by their statistics, and how many it has. The footers are
-   * read on the driver, within map-join pruning's file limit and time budget.
+   * Of an unpartitioned Parquet or ORC scan whose value set is on one data column: how many of
+   * its row groups (ORC: stripes) the range lets through by their statistics, and how many it
+   * has. The footers are read on the driver, within map-join pruning's file limit and time
+   * budget.
    */
   private def rowGroupsRead(scan: FileSourceScanExec, lo: Option[Any], hi: Option[Any])
       : Option[(Int, Int)] = {
@@ -49,7 +50,7 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
     val conf = scan.conf
     (columns, lo, hi) match {
       case (Seq(a), Some(l), Some(h)) if l != null && h != null &&
-          scan.relation.fileFormat.isInstanceOf[ParquetFileFormat] =>
+          FileFooters.readable(scan.relation.fileFormat) =>
         RowGroupOverlap.rowGroupsMayHold(scan.relation.sparkSession, scan.relation, a.name,
           a.dataType, Kept.Between(l, h),
           HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SKIP_FILES_MAX_FILES(conf),
@@ -83,7 +84,7 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
       metric("numOutputRows").map("rowsRead" -> _.toString) ++
       metric("numFiles").map("filesRead" -> _.toString) ++
       metric("numPartitions").map("partitionsRead" -> _.toString) ++
-      rowGroups.map { case (read, all) => "rowGroupsRead" -> s"$read of $all" } ++
+      rowGroups.map { case (read, all) => readUnit(scan) -> s"$read of $all" } ++
       Seq("pushedFilters" -> scan.metadata.getOrElse("PushedFilters", ""))
     val reason =
       if (timedOut.isDefined) s"the scan of $table stopped waiting for the other side's key " +
@@ -91,6 +92,11 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
       else s"the scan of $table got the other side's key range $valueSet as the query ran"
     Decision(Rule, s"run-time value set of scan $table", Outcome.Fired, reason, numbers)
   }
+
+  /** What the footers count: Parquet row groups or ORC stripes. */
+  private def readUnit(scan: FileSourceScanExec): String =
+    if (scan.relation.fileFormat.isInstanceOf[ParquetFileFormat]) "rowGroupsRead"
+    else "stripesRead"
 
   /** How long the subquery took to collect its value, in ms, where Spark measured it. */
   private def collectTime(p: BaseSubqueryExec): Option[Long] = p match {

@@ -12,9 +12,10 @@ import org.apache.spark.unsafe.types.UTF8String
 import hivejoinopts.compat.SparkShims
 
 /**
- * How wide a filtered Parquet table's key can be, from its footers alone: the union of the key's
- * [min, max] over the row groups whose statistics may pass the filter's simple conjuncts
- * (`column op literal` with `=`, `<`, `<=`, `>`, `>=`, `IN`, on integers, dates and strings).
+ * How wide a filtered Parquet or ORC table's key can be, from its footers alone: the union of
+ * the key's [min, max] over the row groups (ORC: stripes) whose statistics may pass the filter's
+ * simple conjuncts (`column op literal` with `=`, `<`, `<=`, `>`, `>=`, `IN`, on integers, dates
+ * and strings).
  *
  * It is an estimate for a cost check, never a filter: a conjunct it cannot judge lets every row
  * group pass (the range only widens), and of a table with more than `maxFiles` files a sample
@@ -41,7 +42,7 @@ private[hivejoinopts] object FilteredKeyRange {
       deadlineNanos: Long): Option[Estimate] = {
     val files = RowGroupOverlap.sample(session, relation, maxFiles)
     def read(column: String) =
-      ParquetFooters.column(files, column, session, relation.options, deadlineNanos)
+      FileFooters.column(relation, files, column, session, deadlineNanos)
     val tests = conjuncts.flatMap(test)
     val keyChunks = read(key)
     val testChunks = tests.map { case (column, t) => (read(column), t) }

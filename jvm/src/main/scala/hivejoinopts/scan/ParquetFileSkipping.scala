@@ -28,7 +28,7 @@ private[hivejoinopts] final case class FooterPrunedFileIndex(
     skipped: Set[(String, Long, Long)],
     skippedBytes: Long) extends FileIndex {
 
-  private def kept(f: FileStatus): Boolean = !skipped.contains(ParquetFooters.fileVersion(f))
+  private def kept(f: FileStatus): Boolean = !skipped.contains(FileFooters.fileVersion(f))
 
   override def rootPaths: Seq[Path] = underlying.rootPaths
 
@@ -59,7 +59,7 @@ private[hivejoinopts] final case class FooterPrunedFileIndex(
  * opening them costs more than reading the few row groups that match. Used for the values a
  * map join pushes into its big side, and for the two branches of a split skewed join.
  *
- * The footers are read on the driver ([[ParquetFooters]]: side by side, kept across queries,
+ * The footers are read on the driver ([[FileFooters]]: side by side, kept across queries,
  * within the query's time budget), only for scans of at most `maxFiles` files. A file whose
  * footer cannot be read in time, or whose column has no statistics in some row group, is kept.
  * Integer columns (statistics as signed integers) and UTF-8 binary strings (compared as bytes,
@@ -109,11 +109,11 @@ private[hivejoinopts] object ParquetFileSkipping {
       underlying match {
         case index: PartitioningAwareFileIndex =>
           val files = index.allFiles().filterNot(f =>
-            already.contains(ParquetFooters.fileVersion(f)))
+            already.contains(FileFooters.fileVersion(f)))
           if (files.size > maxFiles) {
             Left(s"${files.size} files, over ${shortName(maxFilesFlag)} ($maxFiles)")
           } else {
-            val chunks = ParquetFooters.column(files, column.name, session, fs.options,
+            val chunks = FileFooters.column(fs.fileFormat, files, column.name, session, fs.options,
               deadlineNanos)
             val empty = files.zip(chunks).collect {
               case (f, Some(c)) if holdsNone(c, column.dataType, kept) => f
@@ -123,7 +123,7 @@ private[hivejoinopts] object ParquetFileSkipping {
             } else {
               val bytes = empty.map(_.getLen).sum
               val pruned = FooterPrunedFileIndex(underlying,
-                already ++ empty.map(ParquetFooters.fileVersion),
+                already ++ empty.map(FileFooters.fileVersion),
                 alreadyBytes + bytes)
               Right(Outcome(l.copy(relation = fs.copy(location = pruned)(fs.sparkSession)),
                 files.size, empty.size, bytes))

@@ -12,15 +12,16 @@ import org.apache.spark.sql.types.DataType
 import hivejoinopts.compat.SparkShims
 
 /**
- * How much the row groups of a Parquet table overlap on a column, from the footers of a sample of
- * its files: for each sampled row group, the share of the other sampled row groups whose
- * [min, max] statistics of the column intersect its own; the median of those shares.
+ * How much the row groups of a Parquet table (the stripes of an ORC table) overlap on a column,
+ * from the footers of a sample of its files: for each sampled row group, the share of the other
+ * sampled row groups whose [min, max] statistics of the column intersect its own; the median of
+ * those shares.
  *
  * On data sorted or clustered by the column each row group overlaps a few neighbours (a share
  * near 0), and a value set skips the row groups outside it. On data in no order every row group
  * spans nearly all values (a share near 1): no value set skips anything, and pushing one only
  * costs the reader work (dictionary pages read to test it, page indexes walked, every row
- * tested). The footers are read on the driver ([[ParquetFooters]]), so the sample is bounded by a
+ * tested). The footers are read on the driver ([[FileFooters]]), so the sample is bounded by a
  * number of files and by the query's time budget.
  */
 private[hivejoinopts] object RowGroupOverlap {
@@ -100,8 +101,7 @@ private[hivejoinopts] object RowGroupOverlap {
       val files = index.allFiles().filter(f => isDataFile(f.getPath))
       if (files.isEmpty || files.size > maxFiles) None
       else {
-        val chunks = ParquetFooters.column(files, column, session, relation.options,
-          deadlineNanos)
+        val chunks = FileFooters.column(relation, files, column, session, deadlineNanos)
         sequence(chunks).flatMap(cs => sequence(cs.map(heldRowGroups(_, columnType, kept))))
           .map(held => (held.flatten.count(_._2), held.map(_.size).sum))
       }
@@ -139,8 +139,7 @@ private[hivejoinopts] object RowGroupOverlap {
       else {
         val read = scala.collection.mutable.Map.empty[String, Option[Seq[RowGroupStats]]]
         def rowGroups(column: String): Option[Seq[RowGroupStats]] = read.getOrElseUpdate(column, {
-          val chunks = ParquetFooters.column(files, column, session, relation.options,
-            deadlineNanos)
+          val chunks = FileFooters.column(relation, files, column, session, deadlineNanos)
           if (chunks.exists(_.isEmpty)) None else Some(chunks.flatten.flatMap(_.rowGroups))
         })
         for {
@@ -166,7 +165,7 @@ private[hivejoinopts] object RowGroupOverlap {
       maxFiles: Int,
       deadlineNanos: Long): (Seq[FileStatus], Seq[Option[ColumnChunks]]) = {
     val files = sample(session, relation, maxFiles)
-    (files, ParquetFooters.column(files, column, session, relation.options, deadlineNanos))
+    (files, FileFooters.column(relation, files, column, session, deadlineNanos))
   }
 
   /** Up to `maxFiles` data files of the relation, spread evenly over its listing. */

@@ -5,6 +5,8 @@ import java.nio.file.{Files, StandardCopyOption}
 
 import org.apache.hadoop.fs.{FileStatus, Path}
 
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+
 import hivejoinopts.ParquetTables
 
 /** The statistics of one column, read from Parquet footers and kept for the next query. */
@@ -24,7 +26,7 @@ class ParquetFootersSuite extends ParquetTables {
       files: Seq[FileStatus],
       column: String,
       deadline: Long = System.nanoTime() + 60L * 1000 * 1000 * 1000): Seq[Option[ColumnChunks]] =
-    ParquetFooters.column(files, column, spark, Map.empty, deadline)
+    FileFooters.column(new ParquetFileFormat, files, column, spark, Map.empty, deadline)
 
   private def status(file: File): FileStatus = {
     val path = new Path(file.toURI)
