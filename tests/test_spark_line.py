@@ -93,6 +93,8 @@ RUNTIME_VALUE_SETS = {
         "SELECT count(*), sum(pf.v) FROM rvs_pf pf JOIN rvs_dim d ON pf.p = d.p WHERE d.month = 7",
     "a Parquet data column (Spark 4.x)":
         "SELECT count(*), sum(sf.v) FROM rvs_sf sf JOIN rvs_dim d ON sf.o = d.id WHERE d.month = 7",
+    "an ORC data column (Spark 4.x)":
+        "SELECT count(*), sum(so.v) FROM rvs_so so JOIN rvs_dim d ON so.o = d.id WHERE d.month = 7",
 }
 
 
@@ -101,12 +103,18 @@ def test_runtime_value_sets_prune_with_the_same_rows(spark, tmp_path):
      .write.partitionBy("p").parquet(str(tmp_path / "pf")))
     (spark.range(0, 20000).selectExpr("id DIV 4 AS o", "id AS v").orderBy("o").coalesce(1)
      .write.option("parquet.block.size", 8192).parquet(str(tmp_path / "sf")))
+    # The same rows as ORC in stripes of about 1,000 rows, with a column that does not compress
+    # (ORC encodes the ids in a few bytes: the scan to prune must be bigger than the dimension).
+    (spark.read.parquet(str(tmp_path / "sf"))
+     .selectExpr("*", "sha2(CAST(v AS STRING), 256) AS pad").coalesce(1).write.option("orc.stripe.size", 1024)
+     .option("orc.rows.between.memory.checks", 500).orc(str(tmp_path / "so")))
     (spark.range(0, 5000).selectExpr("id", "CAST(id DIV 500 AS INT) AS p",
                                      "CAST(id DIV 250 AS INT) AS month")
      .orderBy("id").coalesce(1).write.option("parquet.block.size", 4096)
      .parquet(str(tmp_path / "dim")))
     for name in ("pf", "sf", "dim"):
         spark.read.parquet(str(tmp_path / name)).createOrReplaceTempView(f"rvs_{name}")
+    spark.read.orc(str(tmp_path / "so")).createOrReplaceTempView("rvs_so")
     conf = {P + "mapJoinPruning.smallSide.maxBytes": "1b", P + "mapJoinPruning.bigSide.minBytes": "0",
             "spark.sql.autoBroadcastJoinThreshold": "-1"}
     pushes_data_columns = not spark.version.startswith("3.")
