@@ -11,7 +11,8 @@ import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN}
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex
 import org.apache.spark.sql.hivejoinopts.Flag
-import org.apache.spark.sql.types.MetadataBuilder
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{DataType, DateType, DecimalType, MetadataBuilder}
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.compat.SparkShims
@@ -78,7 +79,9 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *  - the cost check above finds nothing to skip, or the footers do not tell (the side's key is
  *    a Parquet or ORC column of a type whose statistics are read, its statistics are missing);
  *  - on Spark 3.5, every data column: its file scan takes no run-time values as pushed filters
- *    (partition columns only).
+ *    (partition columns only);
+ *  - a data column whose reader skips nothing by pushed filters (`spark.sql.parquet.filterPushdown`
+ *    or `spark.sql.orc.filterPushdown` off, or Parquet's date or decimal pushdown for such a key).
  */
 case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruningRule {
 
@@ -248,11 +251,31 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         case ScanUse.PushedFilter(_) if !SparkShims.scanPushesScalarSubqueries =>
           Some(s"${t.describe}: this Spark line's file scan takes no run-time values as " +
             "pushed filters")
-        case ScanUse.PushedFilter(_) => t.scan match {
-          case FileRelation(fs) if FileFooters.readable(fs.fileFormat) => None
-          case _ => Some(s"${t.describe}: the cost check reads Parquet and ORC footers only")
+        case ScanUse.PushedFilter(format) => pushdownOff(format, t.column.dataType) match {
+          case Some(key) =>
+            Some(s"${t.describe}: $key is false, so its reader would skip nothing by the range")
+          case None => t.scan match {
+            case FileRelation(fs) if FileFooters.readable(fs.fileFormat) => None
+            case _ => Some(s"${t.describe}: the cost check reads Parquet and ORC footers only")
+          }
         }
       }
+
+    /**
+     * The session flag that keeps a format's reader from skipping row groups or stripes by a
+     * pushed filter on values of `dataType`, if one does: the range would then only cost its
+     * wait and the side's second read.
+     */
+    private def pushdownOff(format: String, dataType: DataType): Option[String] = format match {
+      case "Parquet" if !conf.parquetFilterPushDown =>
+        Some(SQLConf.PARQUET_FILTER_PUSHDOWN_ENABLED.key)
+      case "Parquet" if dataType == DateType && !conf.parquetFilterPushDownDate =>
+        Some(SQLConf.PARQUET_FILTER_PUSHDOWN_DATE_ENABLED.key)
+      case "Parquet" if dataType.isInstanceOf[DecimalType] && !conf.parquetFilterPushDownDecimal =>
+        Some(SQLConf.PARQUET_FILTER_PUSHDOWN_DECIMAL_ENABLED.key)
+      case "ORC" if !conf.orcFilterPushDown => Some(SQLConf.ORC_FILTER_PUSHDOWN_ENABLED.key)
+      case _ => None
+    }
 
     /** The other side's key range from its footers under its own filters. */
     private def estimate(small: LogicalPlan, k: TracedKey)

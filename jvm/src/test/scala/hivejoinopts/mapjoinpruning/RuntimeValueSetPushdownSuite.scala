@@ -144,6 +144,22 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
+  test("a reader that skips nothing by pushed filters: the rule steps aside") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    for ((format, key) <- Seq("parquet" -> SQLConf.PARQUET_FILTER_PUSHDOWN_ENABLED.key,
+        "orc" -> SQLConf.ORC_FILTER_PUSHDOWN_ENABLED.key)) {
+      withOrders(format = format) {
+        withSQLConf(key -> "false") {
+          checkSameAnswer(sql(monthQuery))
+          val Seq(d) = runtimeDecisions(sql(monthQuery))
+          assert(!d.fired && d.reason.contains(s"$key is false"), d)
+        }
+        // The same query with the reader's pushdown on is pruned.
+        assert(runtimeDecisions(sql(monthQuery)).exists(_.fired), format)
+      }
+    }
+  }
+
   test("runtime.maxWait: the bounds wait at most that long, and the answer stays the same") {
     assume(SparkShims.scanPushesScalarSubqueries)
     // Computing the month's value set takes over 2 s: `slow_id` sleeps on the month's first id.
