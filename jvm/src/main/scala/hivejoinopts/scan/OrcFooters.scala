@@ -33,7 +33,7 @@ private[scan] object OrcFooters {
     names.indices.filter(i => names(i).equalsIgnoreCase(column)) match {
       case Seq(i) =>
         val field = schema.getChildren.get(i)
-        asParquet(field).flatMap { case (primitive, range) =>
+        asParquet(field, names(i)).flatMap { case (primitive, range) =>
           val stripes = reader.getStripes.asScala
           val stats = reader.getStripeStatistics.asScala
           // A writer that kept no stripe statistics: nothing to judge by.
@@ -50,19 +50,19 @@ private[scan] object OrcFooters {
   }
 
   /** The Parquet type of an ORC column, and its [min, max] as that type's statistics hold it. */
-  private def asParquet(field: TypeDescription)
+  private def asParquet(field: TypeDescription, name: String)
       : Option[(PrimitiveType, ColumnStatistics => Option[(Any, Any)])] = {
     import TypeDescription.Category._
     field.getCategory match {
       case BYTE | SHORT | INT | LONG =>
-        Some((Types.optional(PrimitiveTypeName.INT64).named(field.toString), {
+        Some((Types.optional(PrimitiveTypeName.INT64).named(name), {
           case s: IntegerColumnStatistics =>
             Some((java.lang.Long.valueOf(s.getMinimum), java.lang.Long.valueOf(s.getMaximum)))
           case _ => None
         }))
       case DATE =>
         Some((Types.optional(PrimitiveTypeName.INT32).as(LogicalTypeAnnotation.dateType())
-          .named(field.toString), {
+          .named(name), {
           case s: DateColumnStatistics =>
             Some((Integer.valueOf(s.getMinimumDayOfEpoch.toInt),
               Integer.valueOf(s.getMaximumDayOfEpoch.toInt)))
