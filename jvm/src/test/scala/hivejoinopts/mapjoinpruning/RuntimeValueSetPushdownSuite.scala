@@ -71,17 +71,27 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   private def itemsScan(plan: org.apache.spark.sql.execution.SparkPlan): FileSourceScanExec =
     scanOf(plan, "items")
 
+  /**
+   * Asserts that the month query gives Spark's answer, that the items' scan got the range as a
+   * pushed filter and read under a fifth of the items (all of them without the rule); the
+   * rule's decision.
+   */
+  private def assertMonthPrunesItems(): Decision = {
+    val (off, on) = offAndOn(sql(monthQuery))
+    assert(!pushed(itemsScan(off)).contains("ScalarSubquery"), pushed(itemsScan(off)))
+    assert(pushed(itemsScan(on)).contains("GreaterThanOrEqual(o,ScalarSubquery"),
+      pushed(itemsScan(on)))
+    assert(rowsRead(itemsScan(off)) == items)
+    assert(rowsRead(itemsScan(on)) < items / 5, rowsRead(itemsScan(on)))
+    val Seq(d) = runtimeDecisions(sql(monthQuery))
+    assert(d.fired, d)
+    d
+  }
+
   test("a month of orders prunes the sorted items' Parquet scan as the query runs") {
     assume(SparkShims.scanPushesScalarSubqueries)
     withOrders() {
-      val (off, on) = offAndOn(sql(monthQuery))
-      assert(!pushed(itemsScan(off)).contains("ScalarSubquery"), pushed(itemsScan(off)))
-      assert(pushed(itemsScan(on)).contains("GreaterThanOrEqual(o,ScalarSubquery"),
-        pushed(itemsScan(on)))
-      assert(rowsRead(itemsScan(off)) == items)
-      assert(rowsRead(itemsScan(on)) < items / 5, rowsRead(itemsScan(on)))
-      val Seq(d) = runtimeDecisions(sql(monthQuery))
-      assert(d.fired, d)
+      val d = assertMonthPrunesItems()
       // The month's ids, 7000 to 7999, lie within the range its footers give.
       val Array(lo, hi) = d.numbers.toMap.apply("estimatedRange(items.o)").stripPrefix("[")
         .takeWhile(_ != ']').split(", ").map(_.toLong)
@@ -118,14 +128,8 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   test("ORC: a month of orders prunes the sorted items' ORC scan; in no order it steps aside") {
     assume(SparkShims.scanPushesScalarSubqueries)
     withOrders(format = "orc") {
-      val (off, on) = offAndOn(sql(monthQuery))
-      assert(pushed(itemsScan(on)).contains("GreaterThanOrEqual(o,ScalarSubquery"),
-        pushed(itemsScan(on)))
-      assert(rowsRead(itemsScan(off)) == items)
       // ORC skips the stripes, and the row groups inside them, outside the month's ids.
-      assert(rowsRead(itemsScan(on)) < items / 5, rowsRead(itemsScan(on)))
-      val Seq(d) = runtimeDecisions(sql(monthQuery))
-      assert(d.fired, d)
+      assertMonthPrunesItems()
       val Seq(ran) = HiveJoinOpts.explain(sql(monthQuery), execute = true).decisions
         .filter(_.candidate.startsWith("run-time value set"))
       val Array(read, all) = ran.numbers.toMap.apply("stripesRead").split(" of ").map(_.toInt)
