@@ -3,7 +3,9 @@ package hivejoinopts.mapjoinpruning
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
-import org.apache.spark.sql.execution.{BaseSubqueryExec, ColumnarRule, ReusedSubqueryExec, ScalarSubquery, SparkPlan}
+import org.apache.spark.sql.execution.{BaseSubqueryExec, ColumnarRule, ExecSubqueryExpression, ReusedSubqueryExec, ScalarSubquery, SparkPlan, SubqueryExec}
+import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
+import org.apache.spark.sql.execution.exchange.Exchange
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
@@ -20,9 +22,14 @@ import hivejoinopts.rules.HiveJoinOptsPhysicalRule
  *   Filter (l_orderkey >= scalar-subquery#1)   Filter (l_orderkey >= scalar-subquery#1)
  *   :  +- Subquery value_set_min               :  +- ValueSetWait maxWait=30000ms
  *   :     +- HashAggregate [min(o_orderkey)]   :     +- Subquery value_set_min
- *   +- FileScan lineitem                       :        +- HashAggregate [min(o_orderkey)]
- *        (the same subquery in its filters)    +- FileScan lineitem (the same, in its filters)
+ *   +- FileScan lineitem                       :        +- ValueSetJobs
+ *        (the same subquery in its filters)    :           +- HashAggregate [min(o_orderkey)]
+ *                                              +- FileScan lineitem (the same, in its filters)
  * }}}
+ * A bound's subquery runs under a job tag of its own ([[ValueSetJobsExec]]), so that a wait that
+ * gives up cancels it, unless one of its exchanges is also another part of the query's (an
+ * adaptive stage both would share): that part would lose its stage.
+ *
  * It runs on the physical plan once its subqueries are planned: as a query-stage preparation
  * rule with adaptive execution, else before the columnar transitions
  * ([[RuntimeValueSetWaitColumnar]]), and before Spark's subquery reuse, which then shares one
@@ -40,6 +47,7 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
 
   override protected def rewrite(plan: SparkPlan): SparkPlan = {
     val maxWaitMs = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT(conf)
+    lazy val otherExchanges = RuntimeValueSetWait.exchanges(plan, outsideBounds = true).toSet
     // Only where a subquery is: this runs on every plan Spark prepares.
     plan.transformUpWithPruning(_.containsPattern(PLAN_EXPRESSION)) { case node =>
       // The bounds of one node share one deadline: the node waits at most maxWait in all.
@@ -51,9 +59,19 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
             val candidate = s"bound ${s.plan.output.head.name} (scalar-subquery#${s.exprId.id})"
             ValueSetWaitExec.fallback(s.dataType, lower) match {
               case Some(fallback) =>
+                val shares = RuntimeValueSetWait.exchanges(s.plan, outsideBounds = false)
+                  .exists(otherExchanges.contains)
+                val (collected, cancels) = s.plan match {
+                  case _ if shares =>
+                    (s.plan, "its jobs run on, as another part of the query shares their stage")
+                  case sub: SubqueryExec =>
+                    (sub.withNewChildren(Seq(ValueSetJobsExec(sub.child)))
+                      .asInstanceOf[BaseSubqueryExec], "its jobs are cancelled")
+                  case other => (other, "its jobs run on")
+                }
                 fired(candidate, s"waited for at most $maxWaitMs ms (runtime.maxWait), then " +
-                  "the scan reads as without it")
-                s.withNewPlan(ValueSetWaitExec(s.plan, maxWaitMs, fallback)(deadline))
+                  s"the scan reads as without it and $cancels")
+                s.withNewPlan(ValueSetWaitExec(collected, maxWaitMs, fallback)(deadline))
               case None =>
                 skipped(candidate, ValueSetWaitExec.waitsUnbounded(Seq(s.dataType)))
                 s
@@ -71,6 +89,25 @@ object RuntimeValueSetWait {
     case r: ReusedSubqueryExec => waits(r.child)
     case _ => false
   }
+
+  /**
+   * The canonical exchanges in `plan`, its subqueries and their adaptive plans, as adaptive
+   * execution's stage cache matches them; with `outsideBounds`, none of the value sets' bounds.
+   */
+  private[mapjoinpruning] def exchanges(plan: SparkPlan, outsideBounds: Boolean)
+      : Seq[SparkPlan] = plan.collect { case node =>
+    val own = node match {
+      case a: AdaptiveSparkPlanExec => exchanges(a.inputPlan, outsideBounds)
+      case q: QueryStageExec => exchanges(q.plan, outsideBounds)
+      case e: Exchange => Seq(e.canonicalized)
+      case _ => Nil
+    }
+    own ++ node.expressions.flatMap(_.collect {
+      case s: ExecSubqueryExpression if !(outsideBounds &&
+          RuntimeValueSetPushdown.isLowerBound(s.plan.output).isDefined) =>
+        exchanges(s.plan, outsideBounds)
+    }).flatten
+  }.flatten
 }
 
 /** The same rule before the columnar transitions, for plans that run without adaptive execution. */

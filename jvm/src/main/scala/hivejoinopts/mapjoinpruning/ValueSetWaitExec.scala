@@ -1,12 +1,14 @@
 package hivejoinopts.mapjoinpruning
 
+import java.util.UUID
 import java.util.concurrent.{CompletableFuture, ExecutionException, Executors, ThreadFactory, TimeoutException, TimeUnit}
 import java.util.function.Supplier
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.rdd.RDD
+import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow}
 import org.apache.spark.sql.execution.{BaseSubqueryExec, SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.types._
 
@@ -17,8 +19,8 @@ import org.apache.spark.sql.types._
  * passes every row: the scan reads what it would have read without a value set, and the join
  * above still compares every key. The first caller decides; every later one gets the same rows.
  *
- * The subquery keeps running after a time-out (Spark does not cancel a subquery's job), but no
- * scan waits for it any longer.
+ * On a time-out the subquery's jobs are cancelled where they run under a tag of their own
+ * ([[ValueSetJobsExec]]); a job of it that the cancellation ends is then given up on as well.
  */
 case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: Any)(
     val deadline: WaitDeadline) extends BaseSubqueryExec with UnaryExecNode with Logging {
@@ -43,13 +45,24 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
     } catch {
       case _: TimeoutException =>
         waited = Some((ms, true))
+        val cancelled = jobs.map { j =>
+          j.giveUp()
+          "; its jobs are cancelled"
+        }
         logWarning(s"hive-join-opts: the run-time value set ${child.output.head.name} was not " +
           s"ready within mapJoinPruning.runtime.maxWait ($maxWaitMs ms, shared by the bounds " +
-          "of one scan); its scan reads without it")
+          s"of one scan); its scan reads without it${cancelled.getOrElse("")}")
+        Array(new GenericInternalRow(Array[Any](fallback)))
+      case e: ExecutionException if ValueSetJobsExec.cancelledByAWait(e.getCause) =>
+        // Another wait gave up on a job this value set shared with it (a reused stage).
+        waited = Some((ms, true))
         Array(new GenericInternalRow(Array[Any](fallback)))
       case e: ExecutionException => throw e.getCause
     }
   }
+
+  /** The subquery's plan where its jobs run under a tag of their own. */
+  private def jobs: Option[ValueSetJobsExec] = child.collectFirst { case j: ValueSetJobsExec => j }
 
   override def executeCollect(): Array[InternalRow] = rows
 
@@ -63,6 +76,98 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
     copy(child = newChild.asInstanceOf[BaseSubqueryExec])(deadline)
 
   override def stringArgs: Iterator[Any] = Iterator(s"maxWait=${maxWaitMs}ms")
+}
+
+/**
+ * The plan of a bound's subquery, run under a job tag of its own, so that a wait that gives up
+ * can cancel what is left of it instead of leaving it to occupy the cluster. Spark collects a
+ * subquery in a thread of its own; the tag is added there for the collect only, and the jobs the
+ * plan submits from it carry it (adaptive stages and broadcasts capture the thread's properties).
+ * {{{
+ *   Subquery value_set_min              Subquery value_set_min
+ *   +- AdaptiveSparkPlan          =>    +- ValueSetJobs
+ *                                          +- AdaptiveSparkPlan
+ * }}}
+ * A give-up may come before the subquery has started a job, or between two of its stages: the
+ * jobs running then are cancelled, a job the subquery starts later is cancelled as it starts, and
+ * a subquery that has not started yet does not start.
+ */
+case class ValueSetJobsExec(child: SparkPlan) extends UnaryExecNode {
+
+  /** One per planned node: a copy of the node (a new plan) runs under a tag of its own. */
+  @transient lazy val jobTag: String = ValueSetJobsExec.TagPrefix + UUID.randomUUID()
+
+  /** Cancels each job that starts under the tag once the value set is given up. */
+  @transient private lazy val canceller = new SparkListener {
+    override def onJobStart(job: SparkListenerJobStart): Unit =
+      if (ValueSetJobsExec.tags(job.properties).contains(jobTag)) {
+        sparkContext.cancelJob(job.jobId, ValueSetJobsExec.givenUp(jobTag))
+      }
+  }
+
+  // Guarded by `this`: whether the collect has ended, and whether the value set was given up.
+  @transient private var ended = false
+  @transient private var gaveUp = false
+
+  override def output: Seq[Attribute] = child.output
+
+  override def executeCollect(): Array[InternalRow] = tagged(child.executeCollect())
+
+  override def executeTake(n: Int): Array[InternalRow] = tagged(child.executeTake(n))
+
+  // Spark collects a subquery; an RDD would run its jobs later, outside the tag.
+  protected override def doExecute(): RDD[InternalRow] = child.execute()
+
+  /** Cancels the value set's jobs, those running and those it would start. */
+  def giveUp(): Unit = synchronized {
+    if (!gaveUp && !ended) {
+      gaveUp = true
+      sparkContext.addSparkListener(canceller)
+      sparkContext.cancelJobsWithTag(jobTag)
+    }
+  }
+
+  private def tagged[T](body: => T): T = {
+    synchronized {
+      if (gaveUp) {
+        end()
+        throw new IllegalStateException(ValueSetJobsExec.givenUp(jobTag))
+      }
+    }
+    sparkContext.addJobTag(jobTag)
+    try body finally {
+      sparkContext.removeJobTag(jobTag)
+      synchronized(end())
+    }
+  }
+
+  /** No job starts under the tag any more: the canceller, if any, stops listening. */
+  private def end(): Unit = {
+    ended = true
+    if (gaveUp) sparkContext.removeSparkListener(canceller)
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): ValueSetJobsExec =
+    copy(child = newChild)
+}
+
+object ValueSetJobsExec {
+  /** What every value set's job tag starts with. */
+  val TagPrefix = "hive-join-opts-value-set-"
+
+  /** The reason a given-up value set's jobs end with; Spark puts it in their error. */
+  private def givenUp(tag: String): String =
+    s"$tag: the run-time value set was given up after mapJoinPruning.runtime.maxWait"
+
+  /** The job tags in a job's properties. */
+  private def tags(properties: java.util.Properties): Set[String] =
+    Option(properties).flatMap(p => Option(p.getProperty("spark.job.tags")))
+      .map(_.split(",").toSet).getOrElse(Set.empty)
+
+  /** Whether `e`, or what caused it, is a job of a value set that a wait gave up on. */
+  def cancelledByAWait(e: Throwable): Boolean =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(20)
+      .exists(t => Option(t.getMessage).exists(_.contains(TagPrefix)))
 }
 
 /**

@@ -220,6 +220,62 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
+  test("runtime.maxWait: a value set given up on is cancelled, and the answer stays the same") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    // `gated_id` holds only the value set's own tasks (they run under its job tag).
+    spark.udf.register("gated_id", (x: Long) => {
+      val tags = Option(org.apache.spark.TaskContext.get())
+        .flatMap(c => Option(c.getLocalProperty("spark.job.tags"))).getOrElse("")
+      if (tags.contains(ValueSetJobsExec.TagPrefix)) ValueSetGate.pass()
+      x
+    })
+    def q = sql("SELECT count(*), sum(v) FROM items JOIN orders ON items.o = orders.id " +
+      "WHERE orders.month = 7 AND gated_id(orders.id) = orders.id")
+    withOrders() {
+      for (adaptive <- Seq("true", "false")) {
+        withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
+            SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
+            HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
+          val expected = withExtension(on = false)(q.collect().toSeq)
+          val jobs = new ValueSetJobs(spark)
+          ValueSetGate.close()
+          try jobs.listen {
+            val df = q
+            checkAnswer(df, expected)
+            val Seq(d) = HiveJoinOpts.explain(df, execute = true).decisions
+              .filter(_.candidate.startsWith("run-time value set"))
+            assert(d.numbers.toMap.contains("timedOut"), d)
+            // The gate holds the value set's tasks: only its cancellation ends its jobs.
+            val ended = jobs.ended()
+            assert(ended.nonEmpty && ended.forall(!_), s"adaptive=$adaptive: $ended")
+          } finally ValueSetGate.open()
+        }
+      }
+    }
+  }
+
+  test("runtime.maxWait: a user's aggregate like the value set's keeps its answer on a give-up") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    def waits(df: DataFrame): Seq[ValueSetWaitExec] =
+      collectWithSubqueries(df.queryExecution.executedPlan) { case p => p }.flatMap(
+        _.expressions.flatMap(_.collect {
+          case s: org.apache.spark.sql.execution.ScalarSubquery => s.plan
+        })).collect { case w: ValueSetWaitExec => w }
+    // The user's subquery computes the value set's own aggregate over the same side.
+    def shared = sql("SELECT count(*), sum(v) FROM items JOIN orders ON items.o = orders.id " +
+      "WHERE orders.month = 7 AND items.v >= (SELECT min(k) + max(k) - 1000000 FROM " +
+      "(SELECT id AS k FROM orders WHERE month = 7 AND id IS NOT NULL))")
+    withOrders() {
+      withSQLConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
+          HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
+        checkSameAnswer(shared)
+        val df = shared
+        df.collect()
+        assert(waits(df).nonEmpty)
+      }
+    }
+  }
+
   test("runtime.maxWait falls back to the widest value of the key's type, where it has one") {
     import org.apache.spark.sql.types._
     assert(ValueSetWaitExec.fallback(IntegerType, lower = true).contains(Int.MinValue))

@@ -1,11 +1,16 @@
 package hivejoinopts.mapjoinpruning
 
-import java.util.concurrent.{CountDownLatch, TimeUnit}
+import java.util.concurrent.{ConcurrentHashMap, CountDownLatch, TimeUnit}
 
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
+import org.apache.spark.scheduler.{JobSucceeded, SparkListener, SparkListenerJobEnd, SparkListenerJobStart}
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, GenericInternalRow}
-import org.apache.spark.sql.execution.{BaseSubqueryExec, LeafExecNode, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.{BaseSubqueryExec, LeafExecNode, SparkPlan, SubqueryExec, UnaryExecNode}
 import org.apache.spark.sql.types.LongType
 
 import hivejoinopts.HiveJoinOptsQueryTest
@@ -26,6 +31,74 @@ private case class GatedSubqueryExec(child: SparkPlan, gate: CountDownLatch, val
   }
   override protected def doExecute(): RDD[InternalRow] = throw new UnsupportedOperationException
   override protected def withNewChildInternal(c: SparkPlan): GatedSubqueryExec = copy(child = c)
+}
+
+/** Holds a value set's tasks until a test lets them go (local mode: tasks share the JVM). */
+private[mapjoinpruning] object ValueSetGate {
+  @volatile private var gate = new CountDownLatch(0)
+
+  def close(): Unit = gate = new CountDownLatch(1)
+  def open(): Unit = gate.countDown()
+  /**
+   * Called by a task: waits while the gate is closed (a minute at most), and stops once the
+   * task is killed, as a task reading rows stops at its next row.
+   */
+  def pass(): Unit = {
+    val task = Option(TaskContext.get())
+    val giveUp = System.nanoTime() + TimeUnit.MINUTES.toNanos(1)
+    while (!gate.await(10, TimeUnit.MILLISECONDS) && !task.exists(_.isInterrupted()) &&
+      System.nanoTime() < giveUp) {}
+  }
+}
+
+/**
+ * A bound whose collect, once `submit` opens (a stage still to come), runs a Spark job that
+ * waits at [[ValueSetGate]]; `collecting` opens when the collect has begun.
+ */
+private case class GatedJobExec(output: Seq[Attribute])(
+    val collecting: CountDownLatch, val submit: CountDownLatch) extends LeafExecNode {
+  override protected def otherCopyArgs: Seq[AnyRef] = Seq(collecting, submit)
+  override def executeTake(n: Int): Array[InternalRow] = executeCollect()
+  override def executeCollect(): Array[InternalRow] = {
+    collecting.countDown()
+    submit.await(60, TimeUnit.SECONDS)
+    sparkContext.parallelize(Seq(1L), 1).map { v => ValueSetGate.pass(); v }.collect()
+    Array(org.apache.spark.sql.catalyst.expressions.UnsafeProjection.create(output.map(_.dataType)
+      .toArray).apply(new GenericInternalRow(Array[Any](42L))).copy())
+  }
+  override protected def doExecute(): RDD[InternalRow] = throw new UnsupportedOperationException
+}
+
+/**
+ * The jobs run under a value set's tag ([[ValueSetJobsExec]]) while it listens, and how each
+ * ended.
+ */
+private[mapjoinpruning] class ValueSetJobs(session: SparkSession) extends SparkListener {
+  private val started = ConcurrentHashMap.newKeySet[Int]()
+  private val succeeded = new ConcurrentHashMap[Int, Boolean]()
+
+  override def onJobStart(job: SparkListenerJobStart): Unit =
+    if (Option(job.properties).flatMap(p => Option(p.getProperty("spark.job.tags")))
+        .exists(_.contains(ValueSetJobsExec.TagPrefix))) started.add(job.jobId)
+
+  override def onJobEnd(job: SparkListenerJobEnd): Unit =
+    if (started.contains(job.jobId)) succeeded.put(job.jobId, job.jobResult == JobSucceeded)
+
+  /**
+   * Whether each tagged job succeeded, once one has started and all have ended. A job a gate
+   * holds ends only when it is cancelled or when the gate lets it go.
+   */
+  def ended(): Seq[Boolean] = {
+    val giveUp = System.nanoTime() + TimeUnit.MINUTES.toNanos(5)
+    while ((started.isEmpty || !started.asScala.forall(succeeded.containsKey)) &&
+        System.nanoTime() < giveUp) Thread.sleep(20)
+    succeeded.values().asScala.toSeq
+  }
+
+  def listen[T](f: => T): T = {
+    session.sparkContext.addSparkListener(this)
+    try f finally session.sparkContext.removeSparkListener(this)
+  }
 }
 
 class ValueSetWaitExecSuite extends HiveJoinOptsQueryTest {
@@ -74,5 +147,35 @@ class ValueSetWaitExecSuite extends HiveJoinOptsQueryTest {
     assert(a.canonicalized == b.canonicalized)
     assert(a.makeCopy(a.productIterator.map(_.asInstanceOf[AnyRef]).toArray)
       .asInstanceOf[ValueSetWaitExec].deadline eq a.deadline)
+  }
+
+  test("a wait that gives up cancels a job its value set starts later, and one not started") {
+    val bound = Seq(AttributeReference("value_set_min", LongType)())
+    val jobs = new ValueSetJobs(spark)
+    val (collecting, submit) = (new CountDownLatch(1), new CountDownLatch(1))
+    ValueSetGate.close()
+    try jobs.listen {
+      val tagged = ValueSetJobsExec(GatedJobExec(bound)(collecting, submit))
+      val sub = SubqueryExec("value_set_min", tagged, Some(2))
+      sub.prepare()
+      assert(collecting.await(60, TimeUnit.SECONDS))
+      // The subquery has begun but started no job yet (as between two stages): give up.
+      val w = ValueSetWaitExec(sub, 1, Long.MinValue)(new WaitDeadline(1))
+      assert(value(w) == Long.MinValue)
+      assert(w.waited.exists(_._2), w.waited)
+      submit.countDown()
+      // The gate holds the job's task: only a cancellation as it starts ends it.
+      assert(jobs.ended() == Seq(false))
+      // A subquery given up before it begins starts no job; its wait falls back.
+      val late = ValueSetJobsExec(GatedJobExec(bound)(new CountDownLatch(1), submit))
+      late.giveUp()
+      val lateWait = ValueSetWaitExec(SubqueryExec("value_set_min", late, Some(2)), 60000,
+        Long.MinValue)(new WaitDeadline(60000))
+      assert(value(lateWait) == Long.MinValue)
+      assert(jobs.ended() == Seq(false))
+    } finally {
+      submit.countDown()
+      ValueSetGate.open()
+    }
   }
 }
