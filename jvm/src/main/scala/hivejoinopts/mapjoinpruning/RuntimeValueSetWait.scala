@@ -27,8 +27,8 @@ import hivejoinopts.rules.HiveJoinOptsPhysicalRule
  *                                              +- FileScan lineitem (the same, in its filters)
  * }}}
  * A bound's subquery runs under a job tag of its own ([[ValueSetJobsExec]]), so that a wait that
- * gives up cancels it, unless one of its exchanges is also another part of the query's (an
- * adaptive stage both would share): that part would lose its stage.
+ * gives up cancels it, unless it shares work with another part of the query (`sharesWork`: an
+ * adaptive stage, or a scalar subquery Spark merged with it), which would fail with it.
  *
  * It runs on the physical plan once its subqueries are planned: as a query-stage preparation
  * rule with adaptive execution, else before the columnar transitions
@@ -47,7 +47,7 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
 
   override protected def rewrite(plan: SparkPlan): SparkPlan = {
     val maxWaitMs = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT(conf)
-    lazy val otherExchanges = RuntimeValueSetWait.exchanges(plan, outsideBounds = true).toSet
+    lazy val otherParts = RuntimeValueSetWait.parts(plan, outsideBounds = true).toSet
     // Only where a subquery is: this runs on every plan Spark prepares.
     plan.transformUpWithPruning(_.containsPattern(PLAN_EXPRESSION)) { case node =>
       // The bounds of one node share one deadline: the node waits at most maxWait in all.
@@ -59,11 +59,9 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
             val candidate = s"bound ${s.plan.output.head.name} (scalar-subquery#${s.exprId.id})"
             ValueSetWaitExec.fallback(s.dataType, lower) match {
               case Some(fallback) =>
-                val shares = RuntimeValueSetWait.exchanges(s.plan, outsideBounds = false)
-                  .exists(otherExchanges.contains)
                 val (collected, cancels) = s.plan match {
-                  case _ if shares =>
-                    (s.plan, "its jobs run on, as another part of the query shares their stage")
+                  case _ if RuntimeValueSetWait.sharesWork(s.plan, otherParts) =>
+                    (s.plan, "its jobs run on, as another part of the query shares their work")
                   case sub: SubqueryExec =>
                     (sub.withNewChildren(Seq(ValueSetJobsExec(sub.child)))
                       .asInstanceOf[BaseSubqueryExec], "its jobs are cancelled")
@@ -91,22 +89,38 @@ object RuntimeValueSetWait {
   }
 
   /**
-   * The canonical exchanges in `plan`, its subqueries and their adaptive plans, as adaptive
-   * execution's stage cache matches them; with `outsideBounds`, none of the value sets' bounds.
+   * Whether a bound's subquery shares work with another part of the query, whose shared parts
+   * outside the bounds are `others`: an exchange that adaptive execution's stage cache runs once
+   * for both, or a subquery inside the bound's plan that the query also uses (Spark's
+   * `MergeScalarSubqueries` merges a user's aggregate over the same side with the bound's, and
+   * the user's filter reuses the merged subquery). Cancelling such a bound would fail that part.
    */
-  private[mapjoinpruning] def exchanges(plan: SparkPlan, outsideBounds: Boolean)
-      : Seq[SparkPlan] = plan.collect { case node =>
+  private[mapjoinpruning] def sharesWork(bound: BaseSubqueryExec, others: Set[SparkPlan])
+      : Boolean = parts(bound, outsideBounds = false).exists(others.contains)
+
+  /**
+   * The parts of `plan` that other parts of a query may run once for both, canonicalized as
+   * Spark's reuse matches them: its exchanges and its subqueries, in its subqueries and adaptive
+   * plans too; with `outsideBounds`, none of the value sets' bounds.
+   */
+  private[mapjoinpruning] def parts(plan: SparkPlan, outsideBounds: Boolean)
+      : Seq[SparkPlan] = nodes(plan).flatMap { node =>
     val own = node match {
-      case a: AdaptiveSparkPlanExec => exchanges(a.inputPlan, outsideBounds)
-      case q: QueryStageExec => exchanges(q.plan, outsideBounds)
       case e: Exchange => Seq(e.canonicalized)
       case _ => Nil
     }
     own ++ node.expressions.flatMap(_.collect {
       case s: ExecSubqueryExpression if !(outsideBounds &&
           RuntimeValueSetPushdown.isLowerBound(s.plan.output).isDefined) =>
-        exchanges(s.plan, outsideBounds)
+        s.plan.canonicalized +: parts(s.plan, outsideBounds)
     }).flatten
+  }
+
+  /** The nodes of `plan`, and of the adaptive plans and stages in it. */
+  private def nodes(plan: SparkPlan): Seq[SparkPlan] = plan.collect {
+    case a: AdaptiveSparkPlanExec => a +: nodes(a.inputPlan)
+    case q: QueryStageExec => q +: nodes(q.plan)
+    case node => Seq(node)
   }.flatten
 }
 

@@ -254,24 +254,36 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
-  test("runtime.maxWait: a user's aggregate like the value set's keeps its answer on a give-up") {
+  test("runtime.maxWait: a value set that shares work with the query is never cancelled") {
     assume(SparkShims.scanPushesScalarSubqueries)
     def waits(df: DataFrame): Seq[ValueSetWaitExec] =
       collectWithSubqueries(df.queryExecution.executedPlan) { case p => p }.flatMap(
         _.expressions.flatMap(_.collect {
           case s: org.apache.spark.sql.execution.ScalarSubquery => s.plan
         })).collect { case w: ValueSetWaitExec => w }
-    // The user's subquery computes the value set's own aggregate over the same side.
-    def shared = sql("SELECT count(*), sum(v) FROM items JOIN orders ON items.o = orders.id " +
-      "WHERE orders.month = 7 AND items.v >= (SELECT min(k) + max(k) - 1000000 FROM " +
+    def cancellable(df: DataFrame): Seq[Boolean] = {
+      df.collect()
+      waits(df).map(_.child.exists(_.isInstanceOf[ValueSetJobsExec]))
+    }
+    val join = "SELECT count(*), sum(v) FROM items JOIN orders ON items.o = orders.id " +
+      "WHERE orders.month = 7"
+    // The user's subquery computes the value set's own aggregate over the same side: Spark
+    // merges the two into one subquery, which the user's filter reuses.
+    def shared = sql(s"$join AND items.v >= (SELECT min(k) + max(k) - 1000000 FROM " +
       "(SELECT id AS k FROM orders WHERE month = 7 AND id IS NOT NULL))")
     withOrders() {
-      withSQLConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
-          HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
-        checkSameAnswer(shared)
-        val df = shared
-        df.collect()
-        assert(waits(df).nonEmpty)
+      for (adaptive <- Seq("true", "false")) {
+        withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
+            SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
+            HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
+          assert(cancellable(sql(join)).nonEmpty && cancellable(sql(join)).forall(identity))
+          checkSameAnswer(shared)
+          val kept = cancellable(shared)
+          assert(kept.nonEmpty && !kept.exists(identity), s"adaptive=$adaptive")
+          val waitDecisions = decisionsOf(shared).filter(_.rule == "RuntimeValueSetWait")
+          assert(waitDecisions.nonEmpty && waitDecisions.forall(_.reason.contains(
+            "another part of the query shares their work")), waitDecisions)
+        }
       }
     }
   }
