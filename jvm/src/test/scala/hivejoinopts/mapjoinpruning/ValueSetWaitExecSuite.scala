@@ -36,18 +36,23 @@ private case class GatedSubqueryExec(child: SparkPlan, gate: CountDownLatch, val
 /** Holds a value set's tasks until a test lets them go (local mode: tasks share the JVM). */
 private[mapjoinpruning] object ValueSetGate {
   @volatile private var gate = new CountDownLatch(0)
+  @volatile private var closedUntil = 0L
 
-  def close(): Unit = gate = new CountDownLatch(1)
+  /** Closes the gate, for a minute at most: a test that goes wrong fails, it does not hang. */
+  def close(): Unit = {
+    closedUntil = System.nanoTime() + TimeUnit.MINUTES.toNanos(1)
+    gate = new CountDownLatch(1)
+  }
   def open(): Unit = gate.countDown()
+
   /**
-   * Called by a task: waits while the gate is closed (a minute at most), and stops once the
-   * task is killed, as a task reading rows stops at its next row.
+   * Called by a task, once per row: waits while the gate is closed, and stops once the task is
+   * killed, as a task reading rows stops at its next row.
    */
   def pass(): Unit = {
     val task = Option(TaskContext.get())
-    val giveUp = System.nanoTime() + TimeUnit.MINUTES.toNanos(1)
     while (!gate.await(10, TimeUnit.MILLISECONDS) && !task.exists(_.isInterrupted()) &&
-      System.nanoTime() < giveUp) {}
+      System.nanoTime() < closedUntil) {}
   }
 }
 
