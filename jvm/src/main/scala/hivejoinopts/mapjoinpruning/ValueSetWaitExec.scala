@@ -38,13 +38,17 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
       override def get(): Array[InternalRow] = child.executeCollect()
     }, ValueSetWaitExec.waiters)
     def ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)
+    def fellBack(): Array[InternalRow] = {
+      waited = Some((ms, true))
+      Array(new GenericInternalRow(Array[Any](fallback)))
+    }
     try {
       val result = collect.get(deadline.remainingMs(), TimeUnit.MILLISECONDS)
       waited = Some((ms, false))
       result
     } catch {
       case _: TimeoutException =>
-        waited = Some((ms, true))
+        val fallbackRows = fellBack()
         val cancelled = jobs.map { j =>
           j.giveUp()
           "; its jobs are cancelled"
@@ -52,11 +56,10 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
         logWarning(s"hive-join-opts: the run-time value set ${child.output.head.name} was not " +
           s"ready within mapJoinPruning.runtime.maxWait ($maxWaitMs ms, shared by the bounds " +
           s"of one scan); its scan reads without it${cancelled.getOrElse("")}")
-        Array(new GenericInternalRow(Array[Any](fallback)))
+        fallbackRows
       case e: ExecutionException if ValueSetJobsExec.cancelledByAWait(e.getCause) =>
         // Another wait gave up on a job this value set shared with it (a reused stage).
-        waited = Some((ms, true))
-        Array(new GenericInternalRow(Array[Any](fallback)))
+        fellBack()
       case e: ExecutionException => throw e.getCause
     }
   }

@@ -25,6 +25,20 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   private def runtimeDecisions(df: DataFrame): Seq[Decision] =
     decisionsOf(df).filter(_.rule == "RuntimeValueSetPushdown")
 
+  /** What each scan's run-time value set did, from running `df` afresh. */
+  private def valueSetReports(df: DataFrame): Seq[Decision] =
+    HiveJoinOpts.explain(df, execute = true).decisions
+      .filter(_.candidate.startsWith("run-time value set"))
+
+  /** The waits for value sets in `df`'s executed plan, after running it. */
+  private def valueSetWaits(df: DataFrame): Seq[ValueSetWaitExec] = {
+    df.collect()
+    collectWithSubqueries(df.queryExecution.executedPlan) { case p => p }.flatMap(
+      _.expressions.flatMap(_.collect {
+        case s: org.apache.spark.sql.execution.ScalarSubquery => s.plan
+      })).collect { case w: ValueSetWaitExec => w }
+  }
+
   /**
    * `orders` (id, month: 20 months of 1,000 ids each, id NULL on every 97th row with
    * `nullKeys`) and `items` (4 per order, `o` of `keyType`), both in small row groups (ORC: in
@@ -107,9 +121,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     withOrders() {
       for (adaptive <- Seq("true", "false")) {
         withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive) {
-          val ran = HiveJoinOpts.explain(sql(monthQuery), execute = true).decisions
-            .filter(_.candidate.startsWith("run-time value set"))
-          val Seq(d) = ran
+          val Seq(d) = valueSetReports(sql(monthQuery))
           val numbers = d.numbers.toMap
           assert(numbers("valueSet") == "[7000, 7999]", d)
           assert(numbers("rowsRead").toLong < items / 5, d)
@@ -130,8 +142,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     withOrders(format = "orc") {
       // ORC skips the stripes, and the row groups inside them, outside the month's ids.
       assertMonthPrunesItems()
-      val Seq(ran) = HiveJoinOpts.explain(sql(monthQuery), execute = true).decisions
-        .filter(_.candidate.startsWith("run-time value set"))
+      val Seq(ran) = valueSetReports(sql(monthQuery))
       val Array(read, all) = ran.numbers.toMap.apply("stripesRead").split(" of ").map(_.toInt)
       assert(read >= 1 && read * 5 < all, ran)
     }
@@ -171,15 +182,9 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     val q = "SELECT count(*), sum(v) FROM items JOIN orders ON items.o = orders.id " +
       "WHERE orders.month = 7 AND slow_id(orders.id) = orders.id"
     def ran(): Map[String, String] = {
-      val Seq(d) = HiveJoinOpts.explain(sql(q), execute = true).decisions
-        .filter(_.candidate.startsWith("run-time value set"))
+      val Seq(d) = valueSetReports(sql(q))
       d.numbers.toMap
     }
-    def waits(df: DataFrame): Seq[ValueSetWaitExec] =
-      collectWithSubqueries(df.queryExecution.executedPlan) { case p => p }.flatMap(
-        _.expressions.flatMap(_.collect {
-          case s: org.apache.spark.sql.execution.ScalarSubquery => s.plan
-        })).collect { case w: ValueSetWaitExec => w }
     withOrders() {
       // A shuffled join: its items stage starts beside the orders', not after their broadcast.
       for (adaptive <- Seq("true", "false")) {
@@ -187,9 +192,8 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
             SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
           withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
             checkSameAnswer(sql(q))
-            val df = sql(q)
-            df.collect()
-            assert(waits(df).nonEmpty && waits(df).forall(_.maxWaitMs == 1))
+            val waits = valueSetWaits(sql(q))
+            assert(waits.nonEmpty && waits.forall(_.maxWaitMs == 1))
             assert(runtimeDecisions(sql(q)).exists(d =>
               d.fired && d.numbers.toMap.get("maxWait").contains("1 ms")))
             // Whether the value set was ready within 1 ms depends on when the scan started;
@@ -213,9 +217,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
         def user = sql("SELECT count(*) FROM items WHERE o >= (SELECT min(slow_id(id)) AS " +
           "value_set_min FROM orders WHERE month = 7)")
         checkSameAnswer(user)
-        val df = user
-        df.collect()
-        assert(waits(df).isEmpty)
+        assert(valueSetWaits(user).isEmpty)
       }
     }
   }
@@ -240,10 +242,8 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
           val jobs = new ValueSetJobs(spark)
           ValueSetGate.close()
           try jobs.listen {
-            val df = q
-            checkAnswer(df, expected)
-            val Seq(d) = HiveJoinOpts.explain(df, execute = true).decisions
-              .filter(_.candidate.startsWith("run-time value set"))
+            checkAnswer(q, expected)
+            val Seq(d) = valueSetReports(q)
             assert(d.numbers.toMap.contains("timedOut"), d)
             // The gate holds the value set's tasks: only its cancellation ends its jobs.
             val ended = jobs.ended()
@@ -256,15 +256,8 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
 
   test("runtime.maxWait: a value set that shares work with the query is never cancelled") {
     assume(SparkShims.scanPushesScalarSubqueries)
-    def waits(df: DataFrame): Seq[ValueSetWaitExec] =
-      collectWithSubqueries(df.queryExecution.executedPlan) { case p => p }.flatMap(
-        _.expressions.flatMap(_.collect {
-          case s: org.apache.spark.sql.execution.ScalarSubquery => s.plan
-        })).collect { case w: ValueSetWaitExec => w }
-    def cancellable(df: DataFrame): Seq[Boolean] = {
-      df.collect()
-      waits(df).map(_.child.exists(_.isInstanceOf[ValueSetJobsExec]))
-    }
+    def cancellable(df: DataFrame): Seq[Boolean] =
+      valueSetWaits(df).map(_.child.exists(_.isInstanceOf[ValueSetJobsExec]))
     val join = "SELECT count(*), sum(v) FROM items JOIN orders ON items.o = orders.id " +
       "WHERE orders.month = 7"
     // The user's subquery computes the value set's own aggregate over the same side: Spark
