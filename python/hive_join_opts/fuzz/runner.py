@@ -224,8 +224,12 @@ def _collect(spark, sql: str, limit: int | None = None):
 
 
 def _error(e: Exception) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}"[:2000]
+    """The error's first line; for an error of the JVM, its exception's message too (py4j's own
+    first line names only the method called)."""
+    text = [line for line in str(e).strip().splitlines() if line.strip()]
+    java = next((line.removeprefix(": ") for line in text[1:] if line.startswith(": ")), None)
+    first = text[0] if text else ""
+    return f"{type(e).__name__}: {first}{' ' + java if java else ''}"[:2000]
 
 
 def run_case(spark, case: Case) -> Case:
