@@ -3,7 +3,7 @@ package hivejoinopts.mapjoinpruning
 import scala.util.Try
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Expression, GreaterThanOrEqual, InSubquery, LessThanOrEqual, Literal, ScalarSubquery, SubqueryExpression}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Expression, GreaterThanOrEqual, InSubquery, LessThanOrEqual, Literal, ScalarSubquery}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Max, Min}
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
 import org.apache.spark.sql.catalyst.plans.logical._
@@ -72,10 +72,11 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *    reach a Parquet or ORC data column or a partition column as it is; a floating-point key;
  *    an ORC string column (ORC orders its statistics otherwise);
  *  - the other side is small enough for [[JoinKeyValuePushdown]] (it evaluates it while planning),
- *    or is not deterministic, a stream, correlated or a CTE reference, or is more than filters
- *    and projections of one scan (a join would be computed again for the value set, and what
- *    Spark's later batches still rewrite, a subquery or a Python UDF, would not be rewritten in
- *    the subquery's plan);
+ *    or is not deterministic, a stream, correlated or a CTE reference, or holds what the
+ *    subquery's plan, planned without Spark's later optimizer batches, could compute otherwise
+ *    ([[RuntimeValueSetSide]]: an aggregate, a window, a join on floating-point keys); or what
+ *    the value set reads of it a second time, its joins' inputs and `IN` subqueries included,
+ *    is not smaller than the scans to prune;
  *  - the cost check above finds nothing to skip, or the footers do not tell (the side's key is
  *    a Parquet or ORC column of a type whose statistics are read, its statistics are missing);
  *  - on Spark 3.5, every data column: its file scan takes no run-time values as pushed filters
@@ -171,16 +172,17 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       lazy val targets = traced.map(k => k.copy(targets =
         k.targets.filter(runtimeUse(_, smallBroadcast).isEmpty))).filter(_.targets.nonEmpty)
       lazy val bigBytes = sides.scanBytes(targets)
-      lazy val smallBytes = Try(small.stats.sizeInBytes).getOrElse(BigInt(0))
       lazy val unsuitable = sides.unsuitableSmallSide(small)
-      lazy val notPlain = notPlainlyPlannable(small)
+      lazy val valueSetSide = RuntimeValueSetSide.of(small)
+      lazy val smallBytes = Try(RuntimeValueSetSide.readBytes(valueSetSide.toOption.get))
+        .getOrElse(BigInt(0))
       def why(s: String): Either[String, RuntimePlan] = Left(s"$sideName side: $s")
       if (sides.tooBigToEvaluate(small).isEmpty) {
         why("the other side is small enough for JoinKeyValuePushdown to evaluate while planning")
       } else if (unsuitable.isDefined) {
         why(s"the other side ${unsuitable.get}")
-      } else if (notPlain.isDefined) {
-        why(s"the other side ${notPlain.get}")
+      } else if (valueSetSide.isLeft) {
+        why(s"the other side ${valueSetSide.left.get}")
       } else if (targets.isEmpty) {
         why((notPushed ++ traced.flatMap(_.targets).flatMap(runtimeUse(_, smallBroadcast)))
           .distinct.mkString(", "))
@@ -205,30 +207,10 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
               k.targets.map(_.describe).mkString(", ")
           }.mkString("; "))
         } else {
-          Right(RuntimePlan(sideName, big, small, paying, smallBytes, bigBytes))
+          Right(RuntimePlan(sideName, big, valueSetSide.toOption.get, paying, smallBytes, bigBytes))
         }
       }
     }
-
-    /**
-     * Why `small`, as it is now, should not be the plan of the value set's subquery, if it
-     * should not. The subquery reads the side a second time, and its plan is planned as it is:
-     * only filters and projections over one scan, so that the second read is a scan of the
-     * key's and the filters' columns (a join would be computed again, and a subquery job Spark
-     * does not cancel when the query ends could outlive it), and nothing is in it that Spark's
-     * later optimizer batches still rewrite (subqueries into joins, Python UDFs into their own
-     * operator, several DISTINCT aggregates into an expand).
-     */
-    private def notPlainlyPlannable(small: LogicalPlan): Option[String] =
-      small.collectFirst {
-        case p if !(p.isInstanceOf[Project] || p.isInstanceOf[Filter] ||
-            p.isInstanceOf[LeafNode]) =>
-          s"holds ${p.nodeName}: the value set is taken only from filters and projections of " +
-            "one scan, read a second time"
-        case p if p.expressions.exists(e => SubqueryExpression.hasSubquery(e) ||
-            e.exists(_.getClass.getSimpleName.contains("PythonUDF"))) =>
-          s"holds a subquery or a Python UDF in ${p.nodeName}, which Spark rewrites only later"
-      }
 
     /**
      * Why a scan cannot take a run-time range on its column, if it cannot. Spark's dynamic
@@ -344,7 +326,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
     /** The pruned side, its scans under the range filters; logs the decision. */
     private def applied(candidate: String, p: RuntimePlan): LogicalPlan = {
       val perKey = p.keys.map { case (k, est, targets) =>
-        val (lo, hi) = RuntimeValueSetPushdown.bounds(k.smallKey, p.small)
+        val (lo, hi) = RuntimeValueSetPushdown.bounds(k.smallKey, p.valueSetSide)
         (k, est, targets, lo, hi)
       }
       var big = p.big
@@ -379,11 +361,14 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
   }
 }
 
-/** What the rule adds for one join: per key, the other side's estimate and the scans pruned. */
+/**
+ * What the rule adds for one join: the plan its value sets are computed from
+ * ([[RuntimeValueSetSide]]), and per key the other side's estimate and the scans pruned.
+ */
 private[mapjoinpruning] final case class RuntimePlan(
     sideName: String,
     big: LogicalPlan,
-    small: LogicalPlan,
+    valueSetSide: LogicalPlan,
     keys: Seq[(TracedKey, FilteredKeyRange.Estimate, Seq[(Target, Double)])],
     smallBytes: BigInt,
     bigBytes: BigInt)

@@ -1,11 +1,12 @@
 package hivejoinopts.mapjoinpruning
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.physical.SinglePartition
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
 import org.apache.spark.sql.execution.{BaseSubqueryExec, ColumnarRule, ExecSubqueryExpression, ReusedSubqueryExec, ScalarSubquery, SparkPlan, SubqueryExec}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
-import org.apache.spark.sql.execution.exchange.Exchange
+import org.apache.spark.sql.execution.exchange.{Exchange, ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
@@ -28,7 +29,8 @@ import hivejoinopts.rules.HiveJoinOptsPhysicalRule
  * }}}
  * A bound's subquery runs under a job tag of its own ([[ValueSetJobsExec]]), so that a wait that
  * gives up cancels it, unless it shares work with another part of the query (`sharesWork`: an
- * adaptive stage, or a scalar subquery Spark merged with it), which would fail with it.
+ * adaptive stage, or a scalar subquery Spark merged with it), which would fail with it, or may
+ * (`shufflesItsSide`: a side that is a join shuffles as the query's own plan of it does).
  *
  * It runs on the physical plan once its subqueries are planned: as a query-stage preparation
  * rule with adaptive execution, else before the columnar transitions
@@ -62,6 +64,9 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
                 val (collected, cancels) = s.plan match {
                   case _ if RuntimeValueSetWait.sharesWork(s.plan, otherParts) =>
                     (s.plan, "its jobs run on, as another part of the query shares their work")
+                  case _ if RuntimeValueSetWait.shufflesItsSide(s.plan) =>
+                    (s.plan, "its jobs run on, as the side's own shuffles may serve the query " +
+                      "too")
                   case sub: SubqueryExec =>
                     (sub.withNewChildren(Seq(ValueSetJobsExec(sub.child)))
                       .asInstanceOf[BaseSubqueryExec], "its jobs are cancelled")
@@ -99,6 +104,29 @@ object RuntimeValueSetWait {
       : Boolean = parts(bound, outsideBounds = false).exists(others.contains)
 
   /**
+   * Whether a bound's side has exchanges of its own below the aggregate of its key (a join, or
+   * a subquery made a join): adaptive execution may run such a stage once for the bound and
+   * for the query's own plan of the side, as it finds the two the same only when it creates the
+   * stages, after this rule. A side of filters and projections over scans has none: its only
+   * exchange gathers the aggregate's partial results.
+   */
+  private[mapjoinpruning] def shufflesItsSide(bound: BaseSubqueryExec): Boolean = {
+    def reads(p: SparkPlan) = p.isInstanceOf[Exchange] || p.isInstanceOf[ReusedExchangeExec] ||
+      p.isInstanceOf[QueryStageExec]
+    withSubqueries(bound).exists(p => nodes(p).exists {
+      case e: ShuffleExchangeLike =>
+        e.outputPartitioning != SinglePartition || e.child.exists(reads)
+      case other => reads(other)
+    })
+  }
+
+  /** `plan` and the plans of the subqueries in it, in theirs too. */
+  private def withSubqueries(plan: SparkPlan): Seq[SparkPlan] =
+    plan +: nodes(plan).flatMap(_.expressions.flatMap(_.collect {
+      case s: ExecSubqueryExpression => withSubqueries(s.plan)
+    }).flatten)
+
+  /**
    * The parts of `plan` that other parts of a query may run once for both, canonicalized as
    * Spark's reuse matches them: its exchanges and its subqueries, in its subqueries and adaptive
    * plans too; with `outsideBounds`, none of the value sets' bounds.
@@ -116,9 +144,13 @@ object RuntimeValueSetWait {
     }).flatten
   }
 
-  /** The nodes of `plan`, and of the adaptive plans and stages in it. */
+  /**
+   * The nodes of `plan`, and of the adaptive plans and stages in it. An adaptive plan's are
+   * those of its current plan: its input plan has no exchanges yet (they are added as it is
+   * first prepared, which this asks for).
+   */
   private def nodes(plan: SparkPlan): Seq[SparkPlan] = plan.collect {
-    case a: AdaptiveSparkPlanExec => a +: nodes(a.inputPlan)
+    case a: AdaptiveSparkPlanExec => a +: nodes(a.executedPlan)
     case q: QueryStageExec => q +: nodes(q.plan)
     case node => Seq(node)
   }.flatten

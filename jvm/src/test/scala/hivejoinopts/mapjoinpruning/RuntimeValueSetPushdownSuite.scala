@@ -254,7 +254,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
-  test("runtime.maxWait: a value set that shares work with the query is never cancelled") {
+  test("runtime.maxWait: a value set that shares work with the query, or may, is not cancelled") {
     assume(SparkShims.scanPushesScalarSubqueries)
     def cancellable(df: DataFrame): Seq[Boolean] =
       valueSetWaits(df).map(_.child.exists(_.isInstanceOf[ValueSetJobsExec]))
@@ -276,6 +276,17 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
           val waitDecisions = decisionsOf(shared).filter(_.rule == "RuntimeValueSetWait")
           assert(waitDecisions.nonEmpty && waitDecisions.forall(_.reason.contains(
             "another part of the query shares their work")), waitDecisions)
+          // A side that is a join: its shuffles are the query's own plan of the side, which
+          // adaptive execution may run once for both.
+          def joinSide = sql("SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM " +
+            "orders a JOIN orders b ON a.id = b.id + 1 WHERE a.month = 7 AND b.prio = 2) x " +
+            "ON o = x.id")
+          checkSameAnswer(joinSide)
+          val ofJoin = cancellable(joinSide)
+          assert(ofJoin.nonEmpty && !ofJoin.exists(identity), s"adaptive=$adaptive")
+          val joinDecisions = decisionsOf(joinSide).filter(_.rule == "RuntimeValueSetWait")
+          assert(joinDecisions.nonEmpty && joinDecisions.forall(_.reason.contains(
+            "the side's own shuffles may serve the query too")), joinDecisions)
         }
       }
     }
@@ -311,29 +322,56 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
           "(SELECT * FROM orders WHERE month = 7) ON o = id",
         "SELECT count(*), sum(v) FROM items JOIN orders ON o <=> id WHERE month = 7",
         "SELECT count(*) FROM items JOIN orders ON o = id WHERE month = 99",
-        // A side that still holds a subquery (rewritten into a join only after the rule), an
-        // aggregate or a join: no subquery is made of it.
+        // Sides that are joins or unions, or hold subqueries (rewritten into joins as Spark
+        // rewrites them): their value sets are computed with those joins.
         "SELECT count(*), sum(v) FROM items JOIN (SELECT * FROM orders WHERE month = 7 AND " +
           "NOT EXISTS (SELECT 1 FROM orders o2 WHERE o2.id = orders.id + 1)) x ON o = x.id",
+        "SELECT count(*), sum(v) FROM items JOIN (SELECT * FROM orders WHERE month = 7 AND " +
+          "prio IN (SELECT prio FROM orders WHERE p = 1 AND id % 5 = 0)) x ON o = x.id",
+        "SELECT count(*), sum(v) FROM items JOIN (SELECT * FROM orders WHERE month = 7 AND " +
+          "id NOT IN (SELECT id + 3 FROM orders WHERE prio = 3)) x ON o = x.id",
+        "SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a JOIN orders b " +
+          "ON a.id = b.id + 1 WHERE a.month = 7 AND b.prio = 2) x ON o = x.id",
+        "SELECT count(*), sum(v) FROM items JOIN (SELECT id FROM orders WHERE month = 7 " +
+          "UNION ALL SELECT id FROM orders WHERE month = 8 AND prio = 1) x ON o = x.id",
+        // Sides left alone: an aggregate, a join that Spark normalizes only later.
         "SELECT count(*), sum(v) FROM items JOIN (SELECT id, max(prio) AS m FROM orders " +
           "WHERE month = 7 GROUP BY id) x ON o = x.id",
-        // A side that is a join: its value set would compute the join a second time.
         "SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a JOIN orders b " +
-          "ON a.id = b.id + 1 WHERE a.month = 7 AND b.prio = 2) x ON o = x.id")
+          "ON CAST(a.id AS DOUBLE) = CAST(b.id AS DOUBLE) + 1.0 WHERE a.month = 7) x " +
+          "ON o = x.id")
       for (adaptive <- Seq("true", "false"); q <- joins) {
         withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive) {
           checkSameAnswer(sql(q))
         }
       }
+      def onItems(q: String) = runtimeDecisions(sql(q)).filter(_.candidate.contains("items"))
       if (SparkShims.scanPushesScalarSubqueries) {
         assert(runtimeDecisions(sql(joins(5))).exists(_.fired))
         assert(runtimeDecisions(sql(joins(1))).exists(_.fired))
+        for (q <- joins.takeRight(7).take(5)) assert(onItems(q).exists(_.fired), onItems(q))
       }
-      for (q <- joins.takeRight(3)) {
-        val onItems = runtimeDecisions(sql(q)).filter(_.candidate.contains("items"))
-        assert(onItems.nonEmpty && onItems.forall(d => !d.fired &&
-          d.reason.contains("other side holds")), onItems)
-      }
+      val Seq(aggregate, doubleKeys) = joins.takeRight(2).map(onItems)
+      assert(aggregate.nonEmpty && aggregate.forall(d => !d.fired &&
+        d.reason.contains("other side holds Aggregate")), aggregate)
+      assert(doubleKeys.nonEmpty && doubleKeys.forall(d => !d.fired &&
+        d.reason.contains("normalizes only later")), doubleKeys)
+    }
+  }
+
+  test("a side filtered by an IN subquery gives its value set: the items' scan is pruned") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    withOrders() {
+      val q = "SELECT count(*), sum(v) FROM items JOIN orders ON o = id WHERE month = 7 AND " +
+        "prio IN (SELECT prio FROM orders WHERE p = 1 AND id % 5 = 0)"
+      val (off, on) = offAndOn(sql(q))
+      assert(rowsRead(itemsScan(off)) == items)
+      assert(rowsRead(itemsScan(on)) < items / 5, rowsRead(itemsScan(on)))
+      // The value set's plan holds the subquery as a semi join, as Spark plans the query's own.
+      val bounds = collectWithSubqueries(on) { case p => p }.flatMap(_.expressions.flatMap(
+        _.collect { case s: org.apache.spark.sql.execution.ScalarSubquery => s.plan }))
+        .collect { case w: ValueSetWaitExec => w }
+      assert(bounds.nonEmpty && bounds.forall(_.treeString.contains("LeftSemi")), bounds)
     }
   }
 

@@ -1,0 +1,68 @@
+package hivejoinopts.mapjoinpruning
+
+import org.apache.spark.sql.catalyst.expressions.{BinaryComparison, EqualNullSafe, EqualTo, Expression, SubqueryExpression, UpdateFields}
+import org.apache.spark.sql.catalyst.optimizer.RewritePredicateSubquery
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LeafNode, LogicalPlan, Project, Union}
+
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+
+import hivejoinopts.plan.KeyEquality
+
+/**
+ * The plan whose key a run-time value set's subquery aggregates: the join side itself, as the
+ * optimizer has it when [[RuntimeValueSetPushdown]] runs. That subquery's plan is planned as it
+ * is, without the optimizer batches that still run on the query after the rule, so a side is
+ * taken only where skipping those batches cannot change its rows:
+ *  - `IN` and `EXISTS` subqueries in its filters become the joins Spark makes of them later
+ *    (Spark's own `RewritePredicateSubquery`, applied to the copy): `k IN (SELECT ...)` a left
+ *    semi join, `NOT IN` a null-aware anti join;
+ *  - a join is taken where each of its `=` compares values that are equal only when identical,
+ *    as a join that Spark has not normalized compares them (not floating point, where
+ *    `NormalizeFloatingNumbers` makes -0.0 equal 0.0, nor a collated string);
+ *  - only filters, projections, joins, unions and scans: an aggregate's or a window's keys would
+ *    need the same normalization, and what is left for the later batches is not taken: a
+ *    subquery left after the rewrite (a scalar one), a Python UDF, a struct's field update, a
+ *    DataSource V2 relation not yet made a scan.
+ *
+ * A side with a join or a subquery is computed a second time for its value set, its joins and
+ * the subqueries' sides too; the rule weighs that by what it reads ([[readBytes]]).
+ */
+private[mapjoinpruning] object RuntimeValueSetSide {
+
+  /** The plan of the value set's subquery for `side`, or why the side gives none. */
+  def of(side: LogicalPlan): Either[String, LogicalPlan] = {
+    val rewritten = RewritePredicateSubquery(side)
+    rewritten.collectFirst {
+      case p if !(p.isInstanceOf[Project] || p.isInstanceOf[Filter] || p.isInstanceOf[Join] ||
+          p.isInstanceOf[Union] || p.isInstanceOf[LeafNode]) =>
+        s"holds ${p.nodeName}: a value set is taken only from filters, projections, joins, " +
+          "unions and scans"
+      case p if p.expressions.exists(e => SubqueryExpression.hasSubquery(e) ||
+          e.exists(x => x.isInstanceOf[UpdateFields] ||
+            x.getClass.getSimpleName.contains("PythonUDF"))) =>
+        s"holds a subquery, a Python UDF or a struct's field update in ${p.nodeName}, which " +
+          "Spark rewrites only later"
+      case r: DataSourceV2Relation =>
+        s"reads ${r.name} through a DataSource V2 relation, which Spark plans only later as a scan"
+      case j: Join if j.condition.exists(normalizedLater) =>
+        s"holds a ${j.joinType.sql} join on keys that Spark normalizes only later (floating " +
+          "point or a collated string)"
+    }.toLeft(rewritten)
+  }
+
+  /**
+   * The estimated bytes the value set's plan reads: the side's own estimate, or where it joins or
+   * unions, the sum of its inputs' (Spark's estimate of an inner join multiplies its inputs').
+   */
+  def readBytes(plan: LogicalPlan): BigInt =
+    if (plan.exists(p => p.isInstanceOf[Join] || p.isInstanceOf[Union])) {
+      plan.children.map(readBytes).sum
+    } else plan.stats.sizeInBytes
+
+  /** Whether an `=` in `condition` compares values that are equal without being identical. */
+  private def normalizedLater(condition: Expression): Boolean = condition.exists {
+    case c @ (_: EqualTo | _: EqualNullSafe) =>
+      !KeyEquality.identical(c.asInstanceOf[BinaryComparison].left.dataType)
+    case _ => false
+  }
+}
