@@ -3,7 +3,7 @@ package hivejoinopts.mapjoinpruning
 import scala.util.Try
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Expression, GreaterThanOrEqual, InSubquery, LessThanOrEqual, Literal, ScalarSubquery}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Coalesce, Expression, GreaterThanOrEqual, InSubquery, LessThanOrEqual, Literal, ScalarSubquery}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Max, Min}
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
 import org.apache.spark.sql.catalyst.plans.logical._
@@ -12,7 +12,8 @@ import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN}
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex
 import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.{DataType, DateType, DecimalType, MetadataBuilder}
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.types.UTF8String
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.compat.SparkShims
@@ -190,8 +191,8 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         why(s"the scans to prune are estimated at $bigBytes bytes, under $minBigBytes " +
           "(bigSide.minBytes)")
       } else if (bigBytes <= smallBytes) {
-        why(s"the scans to prune ($bigBytes bytes) are not bigger than the other side " +
-          s"($smallBytes bytes)")
+        why(s"the scans to prune ($bigBytes bytes) are not bigger than what the value set " +
+          s"reads of the other side ($smallBytes bytes)")
       } else {
         val judged = targets.map(k => k -> estimate(small, k))
         val paying = judged.collect { case (k, Right(est)) =>
@@ -391,6 +392,28 @@ object RuntimeValueSetPushdown {
     case _ => None
   }
 
+  /**
+   * The bounds of a side without a key: a lower bound above the upper one, so that the range
+   * holds no value and the scan skips everything, as the join would drop every row. A NULL
+   * bound would do the same in a filter, but ORC's reader fails on a NULL pushed value.
+   */
+  private[mapjoinpruning] def emptyRange(dataType: DataType): Option[(Literal, Literal)] =
+    dataType match {
+      case ByteType => Some((Literal(1.toByte), Literal(0.toByte)))
+      case ShortType => Some((Literal(1.toShort), Literal(0.toShort)))
+      case IntegerType => Some((Literal(1), Literal(0)))
+      case LongType => Some((Literal(1L), Literal(0L)))
+      case d: DecimalType =>
+        // The least positive value of the type, and zero: both fit every precision and scale.
+        Some((Literal(Decimal(java.math.BigDecimal.valueOf(1, d.scale), d.precision, d.scale), d),
+          Literal(Decimal(java.math.BigDecimal.valueOf(0, d.scale), d.precision, d.scale), d)))
+      case DateType => Some((Literal(1, DateType), Literal(0, DateType)))
+      case TimestampType | TimestampNTZType => Some((Literal(1L, dataType), Literal(0L, dataType)))
+      case s: StringType =>
+        Some((Literal(UTF8String.fromString("a"), s), Literal(UTF8String.EMPTY_UTF8, s)))
+      case _ => None
+    }
+
   /** Marks a join or IN filter the rule has decided on, so that another run leaves it. */
   val Decided: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.runtimeValueSet")
 
@@ -407,9 +430,13 @@ object RuntimeValueSetPushdown {
     val k: Attribute = projected.output.head
     def marked(e: Expression, name: String) = Alias(e, name)(
       explicitMetadata = Some(new MetadataBuilder().putString(BoundMarker, name).build()))
-    val minMax = Aggregate(Nil, Seq(
-      marked(Min(k).toAggregateExpression(), BoundNames(0)),
-      marked(Max(k).toAggregateExpression(), BoundNames(1))), projected)
+    // A side without a key gives no minimum: the bounds become a range that holds no value.
+    val (min, max) = (Min(k).toAggregateExpression(), Max(k).toAggregateExpression())
+    val (lo, hi) = emptyRange(k.dataType).map { case (l, h) =>
+      (Coalesce(Seq(min, l)), Coalesce(Seq(max, h)))
+    }.getOrElse((min, max))
+    val minMax = Aggregate(Nil, Seq(marked(lo, BoundNames(0)), marked(hi, BoundNames(1))),
+      projected)
     def bound(i: Int) =
       ScalarSubquery(Limit(Literal(1), Project(Seq(minMax.output(i)), minMax)))
     (bound(0), bound(1))

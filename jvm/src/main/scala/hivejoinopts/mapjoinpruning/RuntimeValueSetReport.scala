@@ -63,12 +63,17 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
     val subqueries = bounds(scan)
     val values = subqueries.map(s =>
       RuntimeValueSetPushdown.isLowerBound(s.plan.output).get -> Try(s.eval(null)).toOption)
-    val valueSet = values.sortBy(!_._1).map(_._2.map(String.valueOf).getOrElse("?"))
-      .mkString("[", ", ", "]")
+    def value(lower: Boolean) = values.find(_._1 == lower).flatMap(_._2)
+    // The bounds of a side without a key (a minimum can never exceed the maximum otherwise).
+    val empty = subqueries.headOption.flatMap(s => RuntimeValueSetPushdown.emptyRange(s.dataType))
+      .exists { case (l, h) => value(true).contains(l.value) && value(false).contains(h.value) }
+    val valueSet =
+      if (empty) "empty: the other side has no key"
+      else values.sortBy(!_._1).map(_._2.map(String.valueOf).getOrElse("?"))
+        .mkString("[", ", ", "]")
     val collectMs = subqueries.flatMap(s => collectTime(s.plan)).reduceOption(_ max _)
     val waits = subqueries.flatMap(s => waited(s.plan))
     val timedOut = waits.filter(_._2).map(_._1).reduceOption(_ max _)
-    def value(lower: Boolean) = values.find(_._1 == lower).flatMap(_._2)
     // A report only: footers that cannot be read leave the count out, never fail explain().
     val rowGroups =
       if (timedOut.isDefined) None
