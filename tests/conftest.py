@@ -79,13 +79,16 @@ def pytest_terminal_summary(terminalreporter):
     if not tpc.REPORT:
         return
     checked = {b: sum(1 for q in tpc.REPORT if q.startswith(b + "-"))
-               for b in ("tpch", "tpcds", "tpcds_by_date")}
+               for b in ("tpch", "tpcds", "tpcds_by_date", "tpch_runtime_value_sets",
+                         "tpcds_runtime_value_sets")}
     fired = {q: rules for q, rules in tpc.REPORT.items() if rules}
     terminalreporter.write_sep("-", "TPC result equality")
     terminalreporter.write_line(
         f"queries checked: {checked['tpch']} TPC-H + {checked['tpcds']} TPC-DS "
-        f"(+ {checked['tpcds_by_date']} on date-partitioned fact tables) at scale factor "
-        f"{tpc.SCALE:g}; a rule fired in {len(fired)} of them")
+        f"(+ {checked['tpcds_by_date']} on date-partitioned fact tables, "
+        f"{checked['tpch_runtime_value_sets'] + checked['tpcds_runtime_value_sets']} with "
+        f"value sets computed at run time) at scale factor {tpc.SCALE:g}; a rule fired in "
+        f"{len(fired)} of them")
     by_rule: dict[str, list[str]] = {}
     for query, rules in fired.items():
         for rule in rules:
