@@ -138,21 +138,23 @@ private[runtime] object TaskKeyCounter {
  */
 final class KeyCountsAccumulator(val capacity: Int) extends AccumulatorV2[KeyCounts, KeyCounts] {
 
+  // Null in a task's copy until deserialization reads it: Spark registers the copy with the
+  // task before that, and the executor's heartbeat may read it in between.
   private var counts = KeyCounts.Empty
 
-  override def isZero: Boolean = counts.rows == 0L && counts.keys.isEmpty
+  override def isZero: Boolean = value.rows == 0L && value.keys.isEmpty
 
   override def copy(): KeyCountsAccumulator = {
     val c = new KeyCountsAccumulator(capacity)
-    c.counts = counts
+    c.counts = value
     c
   }
 
   override def reset(): Unit = counts = KeyCounts.Empty
 
-  override def add(v: KeyCounts): Unit = counts = counts.merge(v, capacity * 4)
+  override def add(v: KeyCounts): Unit = counts = value.merge(v, capacity * 4)
 
   override def merge(other: AccumulatorV2[KeyCounts, KeyCounts]): Unit = add(other.value)
 
-  override def value: KeyCounts = counts
+  override def value: KeyCounts = Option(counts).getOrElse(KeyCounts.Empty)
 }

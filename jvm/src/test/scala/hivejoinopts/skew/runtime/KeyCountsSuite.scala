@@ -58,4 +58,17 @@ class KeyCountsSuite extends AnyFunSuite {
     acc.merge(other)
     assert(acc.value.rows == 8 && rowsOf(acc.value, 1) == 8)
   }
+
+  test("a task's accumulator read before its counts are deserialized is zero, not an error") {
+    // The state of a task's copy between Spark registering it and reading its fields, when the
+    // executor's heartbeat may call isZero on it.
+    val acc = new KeyCountsAccumulator(4)
+    val field = classOf[KeyCountsAccumulator].getDeclaredFields
+      .find(_.getType == classOf[KeyCounts]).get
+    field.setAccessible(true)
+    field.set(acc, null)
+    assert(acc.isZero && acc.value.rows == 0 && acc.copy().isZero)
+    acc.add(countTask(Iterator.fill(3)(Some(1L))))
+    assert(acc.value.rows == 3 && !acc.isZero)
+  }
 }
