@@ -5,7 +5,7 @@ import scala.util.Try
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Coalesce, Expression, GreaterThanOrEqual, InSubquery, LessThanOrEqual, Literal, ScalarSubquery}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Max, Min}
-import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
+import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight, ColumnPruning}
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN}
@@ -426,7 +426,8 @@ object RuntimeValueSetPushdown {
    */
   private[mapjoinpruning] def bounds(key: Expression, side: LogicalPlan)
       : (Expression, Expression) = {
-    val projected = Project(Seq(Alias(key, "value_set_key")()), side)
+    // Pruned as the optimizer would: the side's scans read only the key's and filters' columns.
+    val projected = ColumnPruning(Project(Seq(Alias(key, "value_set_key")()), side))
     val k: Attribute = projected.output.head
     def marked(e: Expression, name: String) = Alias(e, name)(
       explicitMetadata = Some(new MetadataBuilder().putString(BoundMarker, name).build()))

@@ -1,7 +1,7 @@
 package hivejoinopts.mapjoinpruning
 
 import org.apache.spark.sql.catalyst.expressions.{BinaryComparison, EqualNullSafe, EqualTo, Expression, SubqueryExpression, UpdateFields}
-import org.apache.spark.sql.catalyst.optimizer.RewritePredicateSubquery
+import org.apache.spark.sql.catalyst.optimizer.{ColumnPruning, RewritePredicateSubquery}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LeafNode, LogicalPlan, Project, Union}
 
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
@@ -31,7 +31,8 @@ private[mapjoinpruning] object RuntimeValueSetSide {
 
   /** The plan of the value set's subquery for `side`, or why the side gives none. */
   def of(side: LogicalPlan): Either[String, LogicalPlan] = {
-    val rewritten = RewritePredicateSubquery(side)
+    // As Spark's own batch does after the rewrite: the new joins' inputs keep the columns used.
+    val rewritten = ColumnPruning(RewritePredicateSubquery(side))
     rewritten.collectFirst {
       case p if !(p.isInstanceOf[Project] || p.isInstanceOf[Filter] || p.isInstanceOf[Join] ||
           p.isInstanceOf[Union] || p.isInstanceOf[LeafNode]) =>
