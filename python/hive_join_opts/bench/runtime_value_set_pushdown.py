@@ -197,6 +197,9 @@ def _conf(scale: float, broadcasts: bool = True) -> dict[str, str]:
 MONTH = "o_orderdate >= DATE'1995-03-01' AND o_orderdate < DATE'1995-04-01'"
 # About 100,000 orders at scale 1: 171 of the 2,557 days.
 HALF_YEAR = "o_orderdate >= DATE'1996-01-01' AND o_orderdate < DATE'1996-06-20'"
+# The customers who placed an urgent order in the quarter before the month.
+URGENT_BEFORE = ("o_orderpriority = '1-URGENT' AND o_orderdate >= DATE'1994-12-01' "
+                 "AND o_orderdate < DATE'1995-03-01'")
 WEEK = "d_date BETWEEN DATE'2024-03-04' AND DATE'2024-03-10'"
 
 
@@ -276,5 +279,19 @@ SCENARIOS = (
         _month_revenue("lineitem_clustered_orc"),
         None,
         dataset=OLTP_EXPORT_ORC,
+    ),
+    _scenario(
+        "p6_subquery_side",
+        "p1's month of orders, only those of customers who placed an urgent order in the "
+        "quarter before (`o_custkey IN (SELECT ...)`): the side is a join once Spark rewrites "
+        "the subquery, too big to broadcast; its value set is computed with that join, and "
+        "its min/max order id prunes the clustered line items' scan",
+        "SELECT o_orderpriority, count(*) AS items, sum(l_extendedprice) AS revenue "
+        "FROM lineitem_clustered JOIN orders ON l_orderkey = o_orderkey "
+        f"WHERE {MONTH} AND o_custkey IN (SELECT o_custkey FROM orders WHERE {URGENT_BEFORE}) "
+        "GROUP BY o_orderpriority ORDER BY o_orderpriority",
+        RowGroupSpec(column="l_orderkey",
+                     keys_sql=f"SELECT o_orderkey FROM orders WHERE {MONTH} AND o_custkey IN "
+                     f"(SELECT o_custkey FROM orders WHERE {URGENT_BEFORE})"),
     ),
 )
