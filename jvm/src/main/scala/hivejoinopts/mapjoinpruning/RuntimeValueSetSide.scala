@@ -3,7 +3,6 @@ package hivejoinopts.mapjoinpruning
 import org.apache.spark.sql.catalyst.expressions.{BinaryComparison, EqualNullSafe, EqualTo, Expression, SubqueryExpression, UpdateFields}
 import org.apache.spark.sql.catalyst.optimizer.{ColumnPruning, RewritePredicateSubquery}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LeafNode, LogicalPlan, Project, Union}
-
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 
 import hivejoinopts.plan.KeyEquality

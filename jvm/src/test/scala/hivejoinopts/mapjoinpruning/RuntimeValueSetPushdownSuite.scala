@@ -303,23 +303,22 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
             SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
             HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
           assert(cancellable(sql(join)).nonEmpty && cancellable(sql(join)).forall(identity))
-          checkSameAnswer(shared)
-          val kept = cancellable(shared)
-          assert(kept.nonEmpty && !kept.exists(identity), s"adaptive=$adaptive")
-          val waitDecisions = decisionsOf(shared).filter(_.rule == "RuntimeValueSetWait")
-          assert(waitDecisions.nonEmpty && waitDecisions.forall(_.reason.contains(
-            "another part of the query shares their work")), waitDecisions)
+          /** Same answer; no bound of `df` cancellable, each wait decision giving `why`. */
+          def assertRunsOn(df: => DataFrame, why: String): Unit = {
+            checkSameAnswer(df)
+            val kept = cancellable(df)
+            assert(kept.nonEmpty && !kept.exists(identity), s"adaptive=$adaptive")
+            val waitDecisions = decisionsOf(df).filter(_.rule == "RuntimeValueSetWait")
+            assert(waitDecisions.nonEmpty && waitDecisions.forall(_.reason.contains(why)),
+              waitDecisions)
+          }
+          assertRunsOn(shared, "another part of the query shares their work")
           // A side that is a join: its shuffles are the query's own plan of the side, which
           // adaptive execution may run once for both.
           def joinSide = sql("SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM " +
             "orders a JOIN orders b ON a.id = b.id + 1 WHERE a.month = 7 AND b.prio = 2) x " +
             "ON o = x.id")
-          checkSameAnswer(joinSide)
-          val ofJoin = cancellable(joinSide)
-          assert(ofJoin.nonEmpty && !ofJoin.exists(identity), s"adaptive=$adaptive")
-          val joinDecisions = decisionsOf(joinSide).filter(_.rule == "RuntimeValueSetWait")
-          assert(joinDecisions.nonEmpty && joinDecisions.forall(_.reason.contains(
-            "the side's own shuffles may serve the query too")), joinDecisions)
+          assertRunsOn(joinSide, "the side's own shuffles may serve the query too")
         }
       }
     }
