@@ -120,10 +120,11 @@ object RuntimeValueSetWait {
     })
   }
 
-  /** `plan` and the plans of the subqueries in it, in theirs too. */
-  private def withSubqueries(plan: SparkPlan): Seq[SparkPlan] =
+  /** `plan` and the plans of the subqueries in it, in theirs too, except those `skip` holds. */
+  private def withSubqueries(plan: SparkPlan, skip: SparkPlan => Boolean = _ => false)
+      : Seq[SparkPlan] =
     plan +: nodes(plan).flatMap(_.expressions.flatMap(_.collect {
-      case s: ExecSubqueryExpression => withSubqueries(s.plan)
+      case s: ExecSubqueryExpression if !skip(s.plan) => withSubqueries(s.plan, skip)
     }).flatten)
 
   /**
@@ -131,17 +132,11 @@ object RuntimeValueSetWait {
    * Spark's reuse matches them: its exchanges and its subqueries, in its subqueries and adaptive
    * plans too; with `outsideBounds`, none of the value sets' bounds.
    */
-  private[mapjoinpruning] def parts(plan: SparkPlan, outsideBounds: Boolean)
-      : Seq[SparkPlan] = nodes(plan).flatMap { node =>
-    val own = node match {
-      case e: Exchange => Seq(e.canonicalized)
-      case _ => Nil
-    }
-    own ++ node.expressions.flatMap(_.collect {
-      case s: ExecSubqueryExpression if !(outsideBounds &&
-          RuntimeValueSetPushdown.isLowerBound(s.plan.output).isDefined) =>
-        s.plan.canonicalized +: parts(s.plan, outsideBounds)
-    }).flatten
+  private[mapjoinpruning] def parts(plan: SparkPlan, outsideBounds: Boolean): Seq[SparkPlan] = {
+    val plans = withSubqueries(plan, skip = p =>
+      outsideBounds && RuntimeValueSetPushdown.isLowerBound(p.output).isDefined)
+    plans.tail.map(_.canonicalized) ++
+      plans.flatMap(nodes(_).collect { case e: Exchange => e.canonicalized })
   }
 
   /**
