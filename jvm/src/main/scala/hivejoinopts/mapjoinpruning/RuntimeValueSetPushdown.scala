@@ -75,7 +75,8 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *  - the other side is small enough for [[JoinKeyValuePushdown]] (it evaluates it while planning),
  *    or is not deterministic, a stream, correlated or a CTE reference, or holds what the
  *    subquery's plan, planned without Spark's later optimizer batches, could compute otherwise
- *    ([[RuntimeValueSetSide]]: an aggregate, a window, a join on floating-point keys); or what
+ *    ([[RuntimeValueSetSide]]: an aggregate or a window below a join, a join on floating-point
+ *    keys; one on top gives the keys of its input, filters above it dropped); or what
  *    the value set reads of it a second time, its joins' inputs and `IN` subqueries included,
  *    is not smaller than the scans to prune;
  *  - the cost check above finds nothing to skip, or the footers do not tell (the side's key is
@@ -194,7 +195,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         why(s"the scans to prune ($bigBytes bytes) are not bigger than what the value set " +
           s"reads of the other side ($smallBytes bytes)")
       } else {
-        val judged = targets.map(k => k -> estimate(small, k))
+        val judged = targets.map(k => k -> estimate(valueSetSide.toOption.get, k))
         val paying = judged.collect { case (k, Right(est)) =>
           (k, est, k.targets.flatMap(t =>
             skippedShare(t, est).filter(_ >= minSkippedRowShare).map(t -> _)))
@@ -260,7 +261,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       case _ => None
     }
 
-    /** The other side's key range from its footers under its own filters. */
+    /** The other side's key range from its footers under its value set plan's filters. */
     private def estimate(small: LogicalPlan, k: TracedKey)
         : Either[String, FilteredKeyRange.Estimate] = {
       val walk = ValueSetPushdown.walk(small, k.smallKey, _ => None)

@@ -365,10 +365,12 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
         "SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a JOIN orders b " +
           "ON a.id = b.id + 1 WHERE a.month = 7 AND b.prio = 2) x ON o = x.id",
         "SELECT count(*), sum(v) FROM items JOIN (SELECT id FROM orders WHERE month = 7 " +
-          "UNION ALL SELECT id FROM orders WHERE month = 8 AND prio = 1) x ON o = x.id",
-        // Sides left alone: an aggregate, a join that Spark normalizes only later.
-        "SELECT count(*), sum(v) FROM items JOIN (SELECT id, max(prio) AS m FROM orders " +
-          "WHERE month = 7 GROUP BY id) x ON o = x.id",
+          "UNION ALL SELECT id FROM orders WHERE month = 8 AND prio = 1) x ON o = x.id") ++
+        groupingSides ++ Seq(
+        // Sides left alone: an aggregate below a join, a join Spark normalizes only later.
+        "SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a JOIN " +
+          "(SELECT prio, max(month) AS m FROM orders GROUP BY prio) b ON a.prio = b.prio " +
+          "WHERE a.month = 7) x ON o = x.id",
         "SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a JOIN orders b " +
           "ON CAST(a.id AS DOUBLE) = CAST(b.id AS DOUBLE) + 1.0 WHERE a.month = 7) x " +
           "ON o = x.id")
@@ -381,13 +383,41 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       if (SparkShims.scanPushesScalarSubqueries) {
         assert(runtimeDecisions(sql(joins(5))).exists(_.fired))
         assert(runtimeDecisions(sql(joins(1))).exists(_.fired))
-        for (q <- joins.takeRight(7).take(5)) assert(onItems(q).exists(_.fired), onItems(q))
+        for (q <- joins.slice(10, 15) ++ groupingSides) {
+          assert(onItems(q).exists(_.fired), onItems(q))
+        }
       }
       val Seq(aggregate, doubleKeys) = joins.takeRight(2).map(onItems)
       assert(aggregate.nonEmpty && aggregate.forall(d => !d.fired &&
-        d.reason.contains("other side holds Aggregate")), aggregate)
+        d.reason.contains("holds Aggregate")), aggregate)
       assert(doubleKeys.nonEmpty && doubleKeys.forall(d => !d.fired &&
         d.reason.contains("normalizes only later")), doubleKeys)
+    }
+  }
+
+  /**
+   * Sides that group or rank the month's orders, under filters on what they compute: their value
+   * sets are their inputs' keys.
+   */
+  private val groupingSides = Seq(
+    "SELECT count(*), sum(v) FROM items JOIN (SELECT id, max(prio) AS m FROM orders " +
+      "WHERE month = 7 GROUP BY id HAVING max(prio) > 3) x ON o = x.id",
+    "SELECT count(*), sum(v) FROM items JOIN (SELECT DISTINCT id FROM orders " +
+      "WHERE month = 7) x ON o = x.id",
+    "SELECT count(*), sum(v) FROM items JOIN (SELECT id FROM orders WHERE month = 7 " +
+      "INTERSECT SELECT id FROM orders WHERE prio = 2) x ON o = x.id",
+    "SELECT count(*), sum(v) FROM items WHERE o IN (SELECT id FROM (SELECT id, " +
+      "row_number() OVER (PARTITION BY prio ORDER BY id DESC) AS r FROM orders " +
+      "WHERE month = 7) WHERE r <= 20)")
+
+  test("a side that groups or ranks gives its input's keys: the items' scan is pruned") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    withOrders() {
+      for (q <- groupingSides) {
+        val (off, on) = offAndOn(sql(q))
+        assert(rowsRead(itemsScan(off)) == items, q)
+        assert(rowsRead(itemsScan(on)) < items / 5, s"$q: ${rowsRead(itemsScan(on))}")
+      }
     }
   }
 
