@@ -30,7 +30,8 @@ import hivejoinopts.rules.HiveJoinOptsPhysicalRule
  * A bound's subquery runs under a job tag of its own ([[ValueSetJobsExec]]), so that a wait that
  * gives up cancels it, unless it shares work with another part of the query (`sharesWork`: an
  * adaptive stage, or a scalar subquery Spark merged with it), which would fail with it, or may
- * (`shufflesItsSide`: a side that is a join shuffles as the query's own plan of it does).
+ * (`shufflesItsSide`: a side that is a join shuffles as the query's own plan of it does); the
+ * latter's jobs are cancelled only if the query ends before them.
  *
  * It runs on the physical plan once its subqueries are planned: as a query-stage preparation
  * rule with adaptive execution, else before the columnar transitions
@@ -61,15 +62,16 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
             val candidate = s"bound ${s.plan.output.head.name} (scalar-subquery#${s.exprId.id})"
             ValueSetWaitExec.fallback(s.dataType, lower) match {
               case Some(fallback) =>
+                def tagged(sub: SubqueryExec, cancelOnTimeOut: Boolean) = sub.withNewChildren(
+                  Seq(ValueSetJobsExec(sub.child, cancelOnTimeOut))).asInstanceOf[BaseSubqueryExec]
                 val (collected, cancels) = s.plan match {
                   case _ if RuntimeValueSetWait.sharesWork(s.plan, otherParts) =>
                     (s.plan, "its jobs run on, as another part of the query shares their work")
-                  case _ if RuntimeValueSetWait.shufflesItsSide(s.plan) =>
-                    (s.plan, "its jobs run on, as the side's own shuffles may serve the query " +
-                      "too")
+                  case sub: SubqueryExec if RuntimeValueSetWait.shufflesItsSide(sub) =>
+                    (tagged(sub, cancelOnTimeOut = false), "its jobs run on until the query " +
+                      "ends, as the side's own shuffles may serve the query too")
                   case sub: SubqueryExec =>
-                    (sub.withNewChildren(Seq(ValueSetJobsExec(sub.child)))
-                      .asInstanceOf[BaseSubqueryExec], "its jobs are cancelled")
+                    (tagged(sub, cancelOnTimeOut = true), "its jobs are cancelled")
                   case other => (other, "its jobs run on")
                 }
                 fired(candidate, s"waited for at most $maxWaitMs ms (runtime.maxWait), then " +

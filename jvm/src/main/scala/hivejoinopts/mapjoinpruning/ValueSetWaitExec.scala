@@ -6,11 +6,14 @@ import java.util.function.Supplier
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.rdd.RDD
-import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerJobStart}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow}
-import org.apache.spark.sql.execution.{BaseSubqueryExec, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.{BaseSubqueryExec, SparkPlan, SQLExecution, UnaryExecNode}
+import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd
 import org.apache.spark.sql.types._
+
+import hivejoinopts.compat.SparkShims
 
 /**
  * One bound of a run-time value set ([[RuntimeValueSetPushdown]]), waited for until `deadline`.
@@ -20,7 +23,8 @@ import org.apache.spark.sql.types._
  * above still compares every key. The first caller decides; every later one gets the same rows.
  *
  * On a time-out the subquery's jobs are cancelled where they run under a tag of their own
- * ([[ValueSetJobsExec]]); a job of it that the cancellation ends is then given up on as well.
+ * ([[ValueSetJobsExec]]) that may be cancelled then; a job of it that the cancellation ends is
+ * then given up on as well.
  */
 case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: Any)(
     val deadline: WaitDeadline) extends BaseSubqueryExec with UnaryExecNode with Logging {
@@ -50,7 +54,7 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
       case _: TimeoutException =>
         val fallbackRows = fellBack()
         val cancelled = jobs.map { j =>
-          j.giveUp()
+          j.giveUp(ValueSetJobsExec.TimedOut)
           "; its jobs are cancelled"
         }
         logWarning(s"hive-join-opts: the run-time value set ${child.output.head.name} was not " +
@@ -64,8 +68,9 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
     }
   }
 
-  /** The subquery's plan where its jobs run under a tag of their own. */
-  private def jobs: Option[ValueSetJobsExec] = child.collectFirst { case j: ValueSetJobsExec => j }
+  /** The subquery's plan where its jobs run under a tag of their own, cancelled on a time-out. */
+  private def jobs: Option[ValueSetJobsExec] =
+    child.collectFirst { case j: ValueSetJobsExec if j.cancelOnTimeOut => j }
 
   override def executeCollect(): Array[InternalRow] = rows
 
@@ -94,8 +99,12 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
  * A give-up may come before the subquery has started a job, or between two of its stages: the
  * jobs running then are cancelled, a job the subquery starts later is cancelled as it starts, and
  * a subquery that has not started yet does not start.
+ *
+ * The value set is given up when its wait times out (`cancelOnTimeOut`: where no other part of
+ * the query may share its jobs), and in any case when the query it belongs to ends before it
+ * does: nothing waits for it then, and Spark does not cancel a finished query's subqueries.
  */
-case class ValueSetJobsExec(child: SparkPlan) extends UnaryExecNode {
+case class ValueSetJobsExec(child: SparkPlan, cancelOnTimeOut: Boolean) extends UnaryExecNode {
 
   /** One per planned node: a copy of the node (a new plan) runs under a tag of its own. */
   @transient lazy val jobTag: String = ValueSetJobsExec.TagPrefix + UUID.randomUUID()
@@ -104,13 +113,13 @@ case class ValueSetJobsExec(child: SparkPlan) extends UnaryExecNode {
   @transient private lazy val canceller = new SparkListener {
     override def onJobStart(job: SparkListenerJobStart): Unit =
       if (ValueSetJobsExec.tags(job.properties).contains(jobTag)) {
-        sparkContext.cancelJob(job.jobId, ValueSetJobsExec.givenUp(jobTag))
+        sparkContext.cancelJob(job.jobId, s"$jobTag: ${whyGivenUp.getOrElse("")}")
       }
   }
 
-  // Guarded by `this`: whether the collect has ended, and whether the value set was given up.
+  // Guarded by `this`: whether the collect has ended, and why the value set was given up.
   @transient private var ended = false
-  @transient private var gaveUp = false
+  @transient private var whyGivenUp: Option[String] = None
 
   override def output: Seq[Attribute] = child.output
 
@@ -121,33 +130,49 @@ case class ValueSetJobsExec(child: SparkPlan) extends UnaryExecNode {
   // Spark collects a subquery; an RDD would run its jobs later, outside the tag.
   protected override def doExecute(): RDD[InternalRow] = child.execute()
 
-  /** Cancels the value set's jobs, those running and those it would start. */
-  def giveUp(): Unit = synchronized {
-    if (!gaveUp && !ended) {
-      gaveUp = true
+  /** Cancels the value set's jobs, those running and those it would start, giving `why`. */
+  def giveUp(why: String): Unit = synchronized {
+    if (whyGivenUp.isEmpty && !ended) {
+      whyGivenUp = Some(why)
       sparkContext.addSparkListener(canceller)
-      sparkContext.cancelJobsWithTag(jobTag)
+      SparkShims.cancelJobsWithTag(sparkContext, jobTag, s"$jobTag: $why")
     }
   }
 
   private def tagged[T](body: => T): T = {
     synchronized {
-      if (gaveUp) {
+      whyGivenUp.foreach { why =>
         end()
-        throw new IllegalStateException(ValueSetJobsExec.givenUp(jobTag))
+        throw new IllegalStateException(s"$jobTag: $why")
       }
     }
+    val queryEnd = giveUpAtQueryEnd()
     sparkContext.addJobTag(jobTag)
     try body finally {
       sparkContext.removeJobTag(jobTag)
+      queryEnd.foreach(sparkContext.removeSparkListener)
       synchronized(end())
     }
   }
 
+  /** Gives the value set up if the query it runs for ends first; the listener that does it. */
+  private def giveUpAtQueryEnd(): Option[SparkListener] =
+    Option(sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY)).map { id =>
+      val listener = new SparkListener {
+        override def onOtherEvent(event: SparkListenerEvent): Unit = event match {
+          case e: SparkListenerSQLExecutionEnd if e.executionId.toString == id =>
+            giveUp(ValueSetJobsExec.QueryEnded)
+          case _ =>
+        }
+      }
+      sparkContext.addSparkListener(listener)
+      listener
+    }
+
   /** No job starts under the tag any more: the canceller, if any, stops listening. */
   private def end(): Unit = {
     ended = true
-    if (gaveUp) sparkContext.removeSparkListener(canceller)
+    if (whyGivenUp.isDefined) sparkContext.removeSparkListener(canceller)
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): ValueSetJobsExec =
@@ -158,9 +183,9 @@ object ValueSetJobsExec {
   /** What every value set's job tag starts with. */
   val TagPrefix = "hive-join-opts-value-set-"
 
-  /** The reason a given-up value set's jobs end with; Spark puts it in their error. */
-  private def givenUp(tag: String): String =
-    s"$tag: the run-time value set was given up after mapJoinPruning.runtime.maxWait"
+  /** Why a value set was given up: its jobs end with the tag and this, in their error. */
+  val TimedOut = "the run-time value set was given up after mapJoinPruning.runtime.maxWait"
+  val QueryEnded = "the run-time value set was given up as its query ended before it"
 
   /** The job tags in a job's properties. */
   private def tags(properties: java.util.Properties): Set[String] =

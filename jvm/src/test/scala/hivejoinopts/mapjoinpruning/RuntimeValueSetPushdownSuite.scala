@@ -289,8 +289,10 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
 
   test("runtime.maxWait: a value set that shares work with the query, or may, is not cancelled") {
     assume(SparkShims.scanPushesScalarSubqueries)
-    def cancellable(df: DataFrame): Seq[Boolean] =
-      valueSetWaits(df).map(_.child.exists(_.isInstanceOf[ValueSetJobsExec]))
+    def cancellable(df: DataFrame): Seq[Boolean] = valueSetWaits(df).map(_.child.exists {
+      case j: ValueSetJobsExec => j.cancelOnTimeOut
+      case _ => false
+    })
     val join = "SELECT count(*), sum(v) FROM items JOIN orders ON items.o = orders.id " +
       "WHERE orders.month = 7"
     // The user's subquery computes the value set's own aggregate over the same side: Spark
@@ -320,6 +322,42 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
             "ON o = x.id")
           assertRunsOn(joinSide, "the side's own shuffles may serve the query too")
         }
+      }
+    }
+  }
+
+  test("runtime.maxWait: a value set that may share work, given up on, is cancelled as its " +
+      "query ends") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    spark.udf.register("gated_id", (x: Long) => {
+      val tags = Option(org.apache.spark.TaskContext.get())
+        .flatMap(c => Option(c.getLocalProperty("spark.job.tags"))).getOrElse("")
+      if (tags.contains(ValueSetJobsExec.TagPrefix)) ValueSetGate.pass()
+      x
+    })
+    // A side that is a join, whose value set runs on past its scan's wait. Without exchange
+    // reuse the gate holds the value set's own tasks only, never the query's.
+    def q = sql("SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a JOIN " +
+      "orders b ON a.id = b.id + 1 WHERE a.month = 7 AND b.prio = 2 AND " +
+      "gated_id(a.id) = a.id AND gated_id(b.id) = b.id) x ON o = x.id")
+    withOrders() {
+      // With adaptive execution: without it, the query in this test returned only after its
+      // value set's jobs had ended, and nothing was left to cancel.
+      withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true",
+          SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
+          SQLConf.EXCHANGE_REUSE_ENABLED.key -> "false",
+          HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
+        val expected = withExtension(on = false)(q.collect().toSeq)
+        val jobs = new ValueSetJobs(spark)
+        ValueSetGate.close()
+        try jobs.listen {
+          // Collected, as a query is (not `checkAnswer`'s `df.rdd`, which runs outside one).
+          assert(q.collect().toSeq == expected)
+          // The gate holds the value set's tasks for a minute: a job it holds ends before that
+          // only if it is cancelled (one it does not hold may end first, succeeded).
+          val ended = jobs.ended()
+          assert(ended.contains(false), ended)
+        } finally ValueSetGate.open()
       }
     }
   }

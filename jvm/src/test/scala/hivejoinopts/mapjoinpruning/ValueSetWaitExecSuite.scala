@@ -160,7 +160,7 @@ class ValueSetWaitExecSuite extends HiveJoinOptsQueryTest {
     val (collecting, submit) = (new CountDownLatch(1), new CountDownLatch(1))
     ValueSetGate.close()
     try jobs.listen {
-      val tagged = ValueSetJobsExec(GatedJobExec(bound)(collecting, submit))
+      val tagged = ValueSetJobsExec(GatedJobExec(bound)(collecting, submit), cancelOnTimeOut = true)
       val sub = SubqueryExec("value_set_min", tagged, Some(2))
       sub.prepare()
       assert(collecting.await(60, TimeUnit.SECONDS))
@@ -172,8 +172,9 @@ class ValueSetWaitExecSuite extends HiveJoinOptsQueryTest {
       // The gate holds the job's task: only a cancellation as it starts ends it.
       assert(jobs.ended() == Seq(false))
       // A subquery given up before it begins starts no job; its wait falls back.
-      val late = ValueSetJobsExec(GatedJobExec(bound)(new CountDownLatch(1), submit))
-      late.giveUp()
+      val late = ValueSetJobsExec(GatedJobExec(bound)(new CountDownLatch(1), submit),
+        cancelOnTimeOut = true)
+      late.giveUp(ValueSetJobsExec.TimedOut)
       val lateWait = ValueSetWaitExec(SubqueryExec("value_set_min", late, Some(2)), 60000,
         Long.MinValue)(new WaitDeadline(60000))
       assert(value(lateWait) == Long.MinValue)
