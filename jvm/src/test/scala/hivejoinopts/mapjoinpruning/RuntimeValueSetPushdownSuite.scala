@@ -341,8 +341,8 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       "orders b ON a.id = b.id + 1 WHERE a.month = 7 AND b.prio = 2 AND " +
       "gated_id(a.id) = a.id AND gated_id(b.id) = b.id) x ON o = x.id")
     withOrders() {
-      // With adaptive execution: without it, the query in this test returned only after its
-      // value set's jobs had ended, and nothing was left to cancel.
+      // With adaptive execution: without it the value set's collect here may end before the
+      // query does, and then nothing is left to cancel.
       withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true",
           SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
           SQLConf.EXCHANGE_REUSE_ENABLED.key -> "false",
