@@ -4,9 +4,9 @@ A query is drawn from one seed. Half of the draws aim at one rule's shape (an ag
 table joined with the table, two aggregates of a table joined on their keys, repeated IN
 subqueries, a join on two keys under a GROUP BY on one, a join of an int key with a bigint key
 under a GROUP BY, a skewed join with or without a SKEW hint, a fact joined with a small filtered
-side), with a random variation that may put it just outside what the rule accepts; the other
-half are random 2-4-way joins of every join type. Around either go filters and functions of the
-keys, GROUP BY, window functions, unions and ORDER BY ... LIMIT.
+side or one that groups or ranks), with a random variation that may put it just outside what
+the rule accepts; the other half are random 2-4-way joins of every join type. Around either go
+filters and functions of the keys, GROUP BY, window functions, unions and ORDER BY ... LIMIT.
 
 Every query's answer must not depend on the plan: no non-deterministic functions, aggregates
 whose result depends on row order (first, collect_list), or row_number; ORDER BY ... LIMIT sorts
@@ -190,6 +190,21 @@ class QueryGenerator:
         group = ", ".join(keys)
         return Relation(a, f"(SELECT {', '.join(items)} FROM {t}{clause} GROUP BY {group}{having}) {a}",
                         columns)
+
+    def grouping_relation(self, table: str) -> Relation:
+        """A filtered table that groups or ranks on top: its DISTINCT keys, or each k2's top rows
+        by rank() (the same rows under ties, unlike row_number)."""
+        r = self.rnd
+        a = self.alias()
+        where = self.table_filter(table)
+        if r.random() < 0.5:
+            keys = r.sample(sorted(self.key_types), r.choice([1, 2]))
+            return Relation(a, f"(SELECT DISTINCT {', '.join(keys)} FROM {table} WHERE {where}) {a}",
+                            {k: self.types[k] for k in keys})
+        return Relation(
+            a, f"(SELECT {', '.join(self.types)} FROM (SELECT *, rank() OVER (PARTITION BY k2 "
+               f"ORDER BY v) AS rk FROM {table} WHERE {where}) WHERE rk <= {r.choice([1, 3, 10])}) {a}",
+            dict(self.types))
 
     def union_relation(self) -> Relation:
         r = self.rnd
@@ -607,7 +622,14 @@ class QueryGenerator:
         r = self.rnd
         big = self.table_relation(r.choice(self.world.facts()))
         t = r.choice(self.world.dimensions() + ["f2"])
-        small = self.filtered_relation(t) if r.random() < 0.8 else self.aggregate_relation(t)
+        pick = r.random()
+        if pick < 0.65:
+            small = self.filtered_relation(t)
+        elif pick < 0.8:
+            small = self.aggregate_relation(
+                t, where=self.table_filter(t) if r.random() < 0.7 else None)
+        else:
+            small = self.grouping_relation(t)
         keys = [c for c in small.columns if c in self.key_types]
         key = r.choice(keys) if keys else "k"
         jt = r.choice(["INNER", "INNER", "INNER", "LEFT SEMI", "RIGHT OUTER", "LEFT OUTER",
