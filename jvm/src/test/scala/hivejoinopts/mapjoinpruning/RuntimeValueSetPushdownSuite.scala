@@ -255,15 +255,25 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
-  test("runtime.maxWait: a value set given up on is cancelled, and the answer stays the same") {
-    assume(SparkShims.scanPushesScalarSubqueries)
-    // `gated_id` holds only the value set's own tasks (they run under its job tag).
+  /** `gated_id(x)` is `x`; in a value set's own tasks (under its job tag) it waits at the gate. */
+  private def registerGatedId(): Unit =
     spark.udf.register("gated_id", (x: Long) => {
       val tags = Option(org.apache.spark.TaskContext.get())
         .flatMap(c => Option(c.getLocalProperty("spark.job.tags"))).getOrElse("")
       if (tags.contains(ValueSetJobsExec.TagPrefix)) ValueSetGate.pass()
       x
     })
+
+  /** Runs `f` with the gate closed, listening to the value sets' jobs; opens the gate after. */
+  private def withGatedValueSets(f: ValueSetJobs => Unit): Unit = {
+    val jobs = new ValueSetJobs(spark)
+    ValueSetGate.close()
+    try jobs.listen(f(jobs)) finally ValueSetGate.open()
+  }
+
+  test("runtime.maxWait: a value set given up on is cancelled, and the answer stays the same") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    registerGatedId()
     def q = sql("SELECT count(*), sum(v) FROM items JOIN orders ON items.o = orders.id " +
       "WHERE orders.month = 7 AND gated_id(orders.id) = orders.id")
     withOrders() {
@@ -272,16 +282,14 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
             SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
             HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
           val expected = withExtension(on = false)(q.collect().toSeq)
-          val jobs = new ValueSetJobs(spark)
-          ValueSetGate.close()
-          try jobs.listen {
+          withGatedValueSets { jobs =>
             checkAnswer(q, expected)
             val Seq(d) = valueSetReports(q)
             assert(d.numbers.toMap.contains("timedOut"), d)
             // The gate holds the value set's tasks: only its cancellation ends its jobs.
             val ended = jobs.ended()
             assert(ended.nonEmpty && ended.forall(!_), s"adaptive=$adaptive: $ended")
-          } finally ValueSetGate.open()
+          }
         }
       }
     }
@@ -329,12 +337,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   test("runtime.maxWait: a value set that may share work, given up on, is cancelled as its " +
       "query ends") {
     assume(SparkShims.scanPushesScalarSubqueries)
-    spark.udf.register("gated_id", (x: Long) => {
-      val tags = Option(org.apache.spark.TaskContext.get())
-        .flatMap(c => Option(c.getLocalProperty("spark.job.tags"))).getOrElse("")
-      if (tags.contains(ValueSetJobsExec.TagPrefix)) ValueSetGate.pass()
-      x
-    })
+    registerGatedId()
     // A side that is a join, whose value set runs on past its scan's wait. Without exchange
     // reuse the gate holds the value set's own tasks only, never the query's.
     def q = sql("SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a JOIN " +
@@ -348,16 +351,14 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
           SQLConf.EXCHANGE_REUSE_ENABLED.key -> "false",
           HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
         val expected = withExtension(on = false)(q.collect().toSeq)
-        val jobs = new ValueSetJobs(spark)
-        ValueSetGate.close()
-        try jobs.listen {
+        withGatedValueSets { jobs =>
           // Collected, as a query is (not `checkAnswer`'s `df.rdd`, which runs outside one).
           assert(q.collect().toSeq == expected)
           // The gate holds the value set's tasks for a minute: a job it holds ends before that
           // only if it is cancelled (one it does not hold may end first, succeeded).
           val ended = jobs.ended()
           assert(ended.contains(false), ended)
-        } finally ValueSetGate.open()
+        }
       }
     }
   }
