@@ -4,10 +4,12 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.parquet.schema.LogicalTypeAnnotation.DateLogicalTypeAnnotation
+import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, PartitioningAwareFileIndex}
-import org.apache.spark.sql.types.DataType
+import org.apache.spark.sql.types.{DataType, DateType}
 
 import hivejoinopts.compat.SparkShims
 
@@ -110,14 +112,31 @@ private[hivejoinopts] object RowGroupOverlap {
 
   /**
    * A column chunk's row groups, each with whether its statistics may hold a row `kept` keeps;
-   * None where the chunk's statistics are not compared exactly ([[ParquetFileSkipping.order]]).
+   * None where the chunk's statistics are not compared ([[estimateOrder]]).
    */
   private def heldRowGroups(
       c: ColumnChunks,
       columnType: DataType,
       kept: ParquetFileSkipping.Kept): Option[Seq[(RowGroupStats, Boolean)]] =
-    ParquetFileSkipping.order(c, columnType).map(cmp =>
+    estimateOrder(c, columnType).map(cmp =>
       c.rowGroups.map(g => g -> ParquetFileSkipping.mayHold(g, Some(cmp), kept)))
+
+  /**
+   * How these estimates compare a chunk's statistics with a value: as the file skipping does
+   * ([[ParquetFileSkipping.order]], exact), and dates by their day number. A file written in
+   * Spark 2's hybrid calendar numbers days before 1582 otherwise, which moves an estimate by a
+   * few days there; the reader's own pushed filters, not these, decide what is skipped.
+   */
+  private def estimateOrder(c: ColumnChunks, columnType: DataType)
+      : Option[(Any, Any) => Int] =
+    ParquetFileSkipping.order(c, columnType).orElse {
+      (columnType, c.primitive.getPrimitiveTypeName, c.primitive.getLogicalTypeAnnotation) match {
+        case (DateType, PrimitiveTypeName.INT32, _: DateLogicalTypeAnnotation) =>
+          Some((stat, value) => java.lang.Long.compare(
+            stat.asInstanceOf[Number].longValue, value.asInstanceOf[Number].longValue))
+        case _ => None
+      }
+    }
 
   /**
    * At least how many rows the relation has with none of `notNull` NULL, from the footers of all

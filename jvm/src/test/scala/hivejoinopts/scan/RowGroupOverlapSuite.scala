@@ -15,6 +15,9 @@ class RowGroupOverlapSuite extends ParquetTables {
     keyTable("sorted", "id * 100 DIV 8000")
     keyTable("shuffled", "id * 7919 % 100")
     keyTable("one_group", "id", rows = 10, files = 1)
+    table("sorted_dates", spark.range(0, 8000, 1, 4).selectExpr(
+      "date_add(DATE'2000-01-01', CAST(id * 100 DIV 8000 AS INT)) AS k"),
+      Map("parquet.block.size" -> "4096"))
   }
 
   private def deadline: Long = System.nanoTime() + 60L * 1000 * 1000 * 1000
@@ -52,6 +55,14 @@ class RowGroupOverlapSuite extends ParquetTables {
     // Statistics that are not compared exactly with the column's values do not tell.
     assert(RowGroupOverlap.rowShareMayHold(spark, fsRelationOf("sorted"), "k", DateType,
       Kept.Between(0, 9), 16, deadline).isEmpty)
+  }
+
+  test("dates are compared by their day: the share of a date range's rows") {
+    val first = java.time.LocalDate.of(2000, 1, 1).toEpochDay
+    val tenth = RowGroupOverlap.rowShareMayHold(spark, fsRelationOf("sorted_dates"), "k",
+      DateType, Kept.Between(first, first + 9), 16, deadline)
+      .getOrElse(fail("the footers told nothing"))
+    assert(tenth >= 0.1 && tenth < 0.2, tenth)
   }
 
   test("at least the rows less the NULLs the footers count, for tables of at most maxFiles files") {
