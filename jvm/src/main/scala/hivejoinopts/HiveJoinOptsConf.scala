@@ -265,10 +265,8 @@ object HiveJoinOptsConf {
   val MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT: Flag[Long] = flag(Flag.duration(
     PREFIX + "mapJoinPruning.runtime.maxWait",
     "How long a scan waits for its run-time value set before it starts without it, reading " +
-      "as if the range were the key type's whole range (same rows, nothing skipped), and " +
-      "cancels the value set's jobs. For keys " +
-      "of integer and decimal types; a string or date key has no end of its range that a " +
-      "pushed filter carries exactly, so its scan waits until the value set is ready.",
+      "as if the range held every key (same rows, nothing skipped), and cancels the value " +
+      "set's jobs. For keys of integer, decimal, date and string types.",
     V020, default = "30s", _ > 0, "Must be a positive duration."))
 
   val MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES: Flag[Long] = flag(Flag.bytes(

@@ -3,7 +3,7 @@ package hivejoinopts.mapjoinpruning
 import scala.util.Try
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Coalesce, Expression, GreaterThanOrEqual, InSubquery, LessThanOrEqual, Literal, ScalarSubquery}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, Coalesce, Expression, InSubquery, Literal, ScalarSubquery}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Max, Min}
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight, ColumnPruning}
 import org.apache.spark.sql.catalyst.plans.logical._
@@ -49,10 +49,11 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * once: Spark's exchange reuse shares what it can with the join's own plan of that side.
  *
  * '''The cost check.''' A scan waits for the value set (at most `runtime.maxWait`:
- * [[RuntimeValueSetWait]]), and the side is read twice (the join's and the aggregate's), so the
- * rule fires only where the footers promise a gain, before anything runs: the side's key range
- * is estimated from its own footers, as the union of the key's [min, max] over the row groups
- * whose statistics may pass its filters
+ * [[RuntimeValueSetWait]]; a bound given up on passes every row, on date and string keys through
+ * a guard in the range, [[BoundFallback]]), and the side is read twice (the join's and the
+ * aggregate's), so the rule fires only where the footers promise a gain, before anything runs:
+ * the side's key range is estimated from its own footers, as the union of the key's [min, max]
+ * over the row groups whose statistics may pass its filters
  * ([[FilteredKeyRange]]: a month of orders written in arrival order is a narrow id range); a
  * Parquet scan to prune must be in some order on the key ([[RowGroupOverlap]],
  * `bigSide.maxRowGroupOverlap`), and the estimated range must rule out at least
@@ -335,7 +336,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       perKey.foreach { case (k, _, targets, lo, hi) =>
         big = ValueSetPushdown.walk(big, k.bigKey, { t =>
           targets.find(_._1 == t).map { _ =>
-            Filter(And(GreaterThanOrEqual(t.column, lo), LessThanOrEqual(t.column, hi)), t.scan)
+            Filter(BoundFallback.range(t.column, lo, hi), t.scan)
           }
         }).plan
       }
@@ -347,10 +348,10 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
           }
       }
       val unbounded = p.keys.map(_._1.smallKey.dataType).distinct
-        .filter(t => Seq(true, false).exists(ValueSetWaitExec.fallback(t, _).isEmpty))
+        .filter(t => Seq(true, false).exists(BoundFallback.of(t, _).isEmpty))
       val maxWait =
         if (unbounded.isEmpty) s"${HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT(conf)} ms"
-        else s"none: ${ValueSetWaitExec.waitsUnbounded(unbounded)}"
+        else s"none: ${BoundFallback.waitsUnbounded(unbounded)}"
       val numbers = Seq[(String, Any)]("otherSideEstimatedBytes" -> p.smallBytes,
         "prunedScansEstimatedBytes" -> p.bigBytes, "maxWait" -> maxWait) ++ ranges
       val smallKeys = p.keys.map(_._1.smallKey.sql).distinct.mkString(", ")

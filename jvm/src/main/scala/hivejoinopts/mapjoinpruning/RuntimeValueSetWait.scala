@@ -40,7 +40,7 @@ import hivejoinopts.rules.HiveJoinOptsPhysicalRule
  *
  * '''When it must not fire''': on any scalar subquery that is not a value set's bound (a user's
  * subquery never falls back to another value), and on a key type without a fallback
- * ([[ValueSetWaitExec.fallback]]: strings and dates), whose scan waits as Spark's scans do.
+ * ([[BoundFallback]]: floating point, timestamps), whose scan waits as Spark's scans do.
  */
 case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysicalRule {
 
@@ -60,7 +60,7 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
           RuntimeValueSetPushdown.isLowerBound(s.plan.output).map { lower =>
             // One decision per bound: its copies in a scan and a filter share the expression id.
             val candidate = s"bound ${s.plan.output.head.name} (scalar-subquery#${s.exprId.id})"
-            ValueSetWaitExec.fallback(s.dataType, lower) match {
+            BoundFallback.of(s.dataType, lower).map(_.value) match {
               case Some(fallback) =>
                 def tagged(sub: SubqueryExec, cancelOnTimeOut: Boolean) = sub.withNewChildren(
                   Seq(ValueSetJobsExec(sub.child, cancelOnTimeOut))).asInstanceOf[BaseSubqueryExec]
@@ -78,7 +78,7 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
                   s"the scan reads as without it and $cancels")
                 s.withNewPlan(ValueSetWaitExec(collected, maxWaitMs, fallback)(deadline))
               case None =>
-                skipped(candidate, ValueSetWaitExec.waitsUnbounded(Seq(s.dataType)))
+                skipped(candidate, BoundFallback.waitsUnbounded(Seq(s.dataType)))
                 s
             }
           }.getOrElse(s)

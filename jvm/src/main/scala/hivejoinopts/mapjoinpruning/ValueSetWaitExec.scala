@@ -11,14 +11,13 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow}
 import org.apache.spark.sql.execution.{BaseSubqueryExec, SparkPlan, SQLExecution, UnaryExecNode}
 import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd
-import org.apache.spark.sql.types._
 
 import hivejoinopts.compat.SparkShims
 
 /**
  * One bound of a run-time value set ([[RuntimeValueSetPushdown]]), waited for until `deadline`.
  * A scan runs its scalar subqueries before it reads; a value set that is not ready by then is
- * given up and the bound becomes `fallback`, the key type's own end, so that the range filter
+ * given up and the bound becomes `fallback` ([[BoundFallback]]), so that the range filter
  * passes every row: the scan reads what it would have read without a value set, and the join
  * above still compares every key. The first caller decides; every later one gets the same rows.
  *
@@ -222,27 +221,4 @@ object ValueSetWaitExec {
       t
     }
   })
-
-  /**
-   * The end of `dataType` a bound falls back to (`lower`: the least value, else the greatest),
-   * where the type has one that a Parquet pushed filter carries exactly. Strings have no
-   * greatest value; a date is pushed as a Java date, and the least day does not come back from
-   * one as the same day.
-   */
-  def fallback(dataType: DataType, lower: Boolean): Option[Any] = dataType match {
-    case ByteType => Some(if (lower) Byte.MinValue else Byte.MaxValue)
-    case ShortType => Some(if (lower) Short.MinValue else Short.MaxValue)
-    case IntegerType => Some(if (lower) Int.MinValue else Int.MaxValue)
-    case LongType => Some(if (lower) Long.MinValue else Long.MaxValue)
-    case d: DecimalType =>
-      val most = new java.math.BigDecimal(
-        java.math.BigInteger.TEN.pow(d.precision).subtract(java.math.BigInteger.ONE), d.scale)
-      Some(Decimal(if (lower) most.negate() else most, d.precision, d.scale))
-    case _ => None
-  }
-
-  /** Why a scan waits without a bound for a value set on keys of `types`: they have no fallback. */
-  def waitsUnbounded(types: Seq[DataType]): String =
-    s"a ${types.map(_.simpleString).mkString(", ")} key has no end of its range to fall back " +
-      "to, so the scan waits until the value set is ready"
 }

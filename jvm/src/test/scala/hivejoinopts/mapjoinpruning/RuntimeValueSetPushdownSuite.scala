@@ -42,29 +42,36 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   /**
    * `orders` (id, month: 20 months of 1,000 ids each, id NULL on every 97th row with
    * `nullKeys`) and `items` (4 per order, `o` of `keyType`), both in small row groups (ORC: in
-   * stripes of about 1,000 rows); the items sorted by order id, or in no order.
+   * stripes of about 1,000 rows); the items sorted by order id, or in no order. `beyond`: keys
+   * (SQL of `keyType`) of one more order in month 7 and one item each.
    */
   private def withOrders(
       sorted: Boolean = true,
       keyType: String = "bigint",
       nullKeys: Boolean = false,
       partitioned: Boolean = false,
-      format: String = "parquet")(f: => Unit): Unit = {
+      format: String = "parquet",
+      beyond: Seq[String] = Nil)(f: => Unit): Unit = {
     val small = if (format == "orc") {
       Map("orc.stripe.size" -> "1024", "orc.rows.between.memory.checks" -> "500")
     } else Map("parquet.block.size" -> "8192")
     def key(e: String) = keyType match {
       case "string" => s"lpad(CAST($e AS STRING), 8, '0')"
+      case "date" => s"date_add(DATE'2000-01-01', CAST($e AS INT))"
       case other => s"CAST($e AS $other)"
     }
+    def withBeyond(rows: org.apache.spark.sql.DataFrame, columns: String => String) =
+      beyond.map(k => spark.sql(s"SELECT ${columns(k)}")).foldLeft(rows)(_.unionByName(_))
     val nullable = if (nullKeys) "IF(id % 97 = 5, NULL, id)" else "id"
-    table("orders", spark.range(0, Orders, 1, 4).selectExpr(s"${key(nullable)} AS id",
+    table("orders", withBeyond(spark.range(0, Orders, 1, 4).selectExpr(s"${key(nullable)} AS id",
       s"CAST(id DIV 1000 AS INT) AS month", "id % 13 AS prio",
-      s"CAST(id DIV 4000 AS INT) AS p").sortWithinPartitions("id"), small, format)
-    val itemRows = spark.range(0, items, 1, 4).selectExpr(
+      s"CAST(id DIV 4000 AS INT) AS p"), k => s"$k AS id, 7 AS month, 0L AS prio, 1 AS p")
+      .sortWithinPartitions("id"), small, format)
+    val itemRows = withBeyond(spark.range(0, items, 1, 4).selectExpr(
       s"${key(if (nullKeys) s"IF(id % 89 = 3, NULL, id DIV $ItemsPerOrder)"
         else s"id DIV $ItemsPerOrder")} AS o",
-      "id AS v", s"CAST(id DIV ($ItemsPerOrder * 4000) AS INT) AS part")
+      "id AS v", s"CAST(id DIV ($ItemsPerOrder * 4000) AS INT) AS part"),
+      k => s"$k AS o, -1L AS v, 0 AS part")
     val laid = if (sorted) itemRows.sortWithinPartitions("o")
       else itemRows.repartition(4).sortWithinPartitions("v")
     if (partitioned) {
@@ -94,7 +101,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     val (off, on) = offAndOn(sql(monthQuery))
     assert(!pushed(itemsScan(off)).contains("ScalarSubquery"), pushed(itemsScan(off)))
     assert(pushed(itemsScan(on)).contains("GreaterThanOrEqual(o,ScalarSubquery"),
-      pushed(itemsScan(on)))
+      s"${pushed(itemsScan(on))}: ${runtimeDecisions(sql(monthQuery))}")
     assert(rowsRead(itemsScan(off)) == items)
     assert(rowsRead(itemsScan(on)) < items / 5, rowsRead(itemsScan(on)))
     val Seq(d) = runtimeDecisions(sql(monthQuery))
@@ -363,18 +370,63 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
-  test("runtime.maxWait falls back to the widest value of the key's type, where it has one") {
+  test("runtime.maxWait falls back to the widest value of the key's type, or past real data") {
     import org.apache.spark.sql.types._
-    assert(ValueSetWaitExec.fallback(IntegerType, lower = true).contains(Int.MinValue))
-    assert(ValueSetWaitExec.fallback(LongType, lower = false).contains(Long.MaxValue))
-    assert(ValueSetWaitExec.fallback(ShortType, lower = true).contains(Short.MinValue))
-    assert(ValueSetWaitExec.fallback(DecimalType(5, 2), lower = false)
-      .contains(Decimal(BigDecimal("999.99"), 5, 2)))
-    assert(ValueSetWaitExec.fallback(DecimalType(5, 2), lower = true)
-      .contains(Decimal(BigDecimal("-999.99"), 5, 2)))
-    assert(ValueSetWaitExec.fallback(StringType, lower = true).isEmpty)
-    assert(ValueSetWaitExec.fallback(DoubleType, lower = true).isEmpty)
-    assert(ValueSetWaitExec.fallback(DateType, lower = true).isEmpty)
+    import org.apache.spark.unsafe.types.UTF8String
+    import BoundFallback.{Guarded, TypeEnd}
+    def of(t: DataType, lower: Boolean) = BoundFallback.of(t, lower)
+    assert(of(IntegerType, lower = true).contains(TypeEnd(Int.MinValue)))
+    assert(of(LongType, lower = false).contains(TypeEnd(Long.MaxValue)))
+    assert(of(ShortType, lower = true).contains(TypeEnd(Short.MinValue)))
+    assert(of(DecimalType(5, 2), lower = false)
+      .contains(TypeEnd(Decimal(BigDecimal("999.99"), 5, 2))))
+    assert(of(DecimalType(5, 2), lower = true)
+      .contains(TypeEnd(Decimal(BigDecimal("-999.99"), 5, 2))))
+    assert(of(StringType, lower = true).contains(TypeEnd(UTF8String.EMPTY_UTF8)))
+    assert(of(StringType, lower = false).exists(_.isInstanceOf[Guarded]))
+    assert(of(DateType, lower = true).contains(
+      Guarded(java.time.LocalDate.of(250, 1, 1).toEpochDay.toInt)))
+    assert(of(DateType, lower = false).exists(_.isInstanceOf[Guarded]))
+    assert(of(DoubleType, lower = true).isEmpty)
+  }
+
+  test("runtime.maxWait on date and string keys: a bound given up on passes every row, and " +
+    "keys past its fallback pass a guard") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    registerGatedId()
+    def q = sql("SELECT count(*), sum(v), count(o) FROM items JOIN orders ON items.o = " +
+      "orders.id WHERE orders.month = 7 AND gated_id(orders.prio) = orders.prio")
+    // Keys below the year 250 and above 9999; a string above the greatest code point.
+    val beyond = Map(
+      "date" -> Seq("date_from_unix_date(-700000)", "date_from_unix_date(3000000)"),
+      "string" -> Seq("concat(decode(unhex('F48FBFBF'), 'UTF-8'), 'z')"))
+    for ((keyType, keys) <- beyond) {
+      withOrders(keyType = keyType) {
+        // In time, the range prunes as on integer keys; the guard keeps no row group.
+        val d = assertMonthPrunesItems()
+        assert(d.numbers.toMap.get("maxWait").exists(_.endsWith(" ms")), d)
+      }
+      // The month's range now spans every item: the cost check is told to take it anyway.
+      withOrders(keyType = keyType, beyond = keys) {
+        for (adaptive <- Seq("true", "false")) {
+          withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
+              SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
+              HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_SKIPPED_ROW_SHARE.key -> "0",
+              HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
+            checkSameAnswer(sql(monthQuery))
+            val expected = withExtension(on = false)(q.collect().toSeq)
+            assert(expected.head.getLong(0) == 4000 + keys.size, expected)
+            withGatedValueSets { _ =>
+              checkAnswer(q, expected)
+              val Seq(report) = valueSetReports(q)
+              val numbers = report.numbers.toMap
+              assert(numbers.contains("timedOut"), s"$keyType: $report")
+              assert(numbers("rowsRead").toLong == items + keys.size, report)
+            }
+          }
+        }
+      }
+    }
   }
 
   test("the same answer for every join type, NULL keys on both sides, adaptive on and off") {
