@@ -176,8 +176,8 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         k.targets.filter(runtimeUse(_, smallBroadcast).isEmpty))).filter(_.targets.nonEmpty)
       lazy val bigBytes = sides.scanBytes(targets)
       lazy val unsuitable = sides.unsuitableSmallSide(small)
-      lazy val valueSetSide = RuntimeValueSetSide.of(small)
-      lazy val smallBytes = Try(RuntimeValueSetSide.readBytes(valueSetSide.toOption.get))
+      lazy val valueSetSide = RuntimeValueSetSide.of(small, keys.map(_._2))
+      lazy val smallBytes = Try(RuntimeValueSetSide.readBytes(valueSetSide.toOption.get.plan))
         .getOrElse(BigInt(0))
       def why(s: String): Either[String, RuntimePlan] = Left(s"$sideName side: $s")
       if (sides.tooBigToEvaluate(small).isEmpty) {
@@ -196,7 +196,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         why(s"the scans to prune ($bigBytes bytes) are not bigger than what the value set " +
           s"reads of the other side ($smallBytes bytes)")
       } else {
-        val judged = targets.map(k => k -> estimate(valueSetSide.toOption.get, k))
+        val judged = targets.map(k => k -> estimate(valueSetSide.toOption.get.plan, k))
         val paying = judged.collect { case (k, Right(est)) =>
           (k, est, k.targets.flatMap(t =>
             skippedShare(t, est).filter(_ >= minSkippedRowShare).map(t -> _)))
@@ -210,7 +210,8 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
               k.targets.map(_.describe).mkString(", ")
           }.mkString("; "))
         } else {
-          Right(RuntimePlan(sideName, big, valueSetSide.toOption.get, paying, smallBytes, bigBytes))
+          Right(RuntimePlan(sideName, big, valueSetSide.toOption.get, paying, smallBytes,
+            bigBytes))
         }
       }
     }
@@ -329,7 +330,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
     /** The pruned side, its scans under the range filters; logs the decision. */
     private def applied(candidate: String, p: RuntimePlan): LogicalPlan = {
       val perKey = p.keys.map { case (k, est, targets) =>
-        val (lo, hi) = RuntimeValueSetPushdown.bounds(k.smallKey, p.valueSetSide)
+        val (lo, hi) = RuntimeValueSetPushdown.bounds(k.smallKey, p.valueSetSide.plan)
         (k, est, targets, lo, hi)
       }
       var big = p.big
@@ -357,7 +358,10 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       val smallKeys = p.keys.map(_._1.smallKey.sql).distinct.mkString(", ")
       fired(candidate, s"the ${p.sideName} side gets the run-time min/max of $smallKeys " +
         "(computed as the query runs, before the scan reads) in " +
-        p.keys.flatMap(_._3.map(_._1.describe)).distinct.mkString(", "),
+        p.keys.flatMap(_._3.map(_._1.describe)).distinct.mkString(", ") +
+        (if (p.valueSetSide.leftOut.isEmpty) "" else "; the value set leaves out the side's " +
+          s"join to ${p.valueSetSide.leftOut.mkString(", ")}, so its range covers more keys " +
+          "than the side holds"),
         numbers: _*)
       big
     }
@@ -371,7 +375,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
 private[mapjoinpruning] final case class RuntimePlan(
     sideName: String,
     big: LogicalPlan,
-    valueSetSide: LogicalPlan,
+    valueSetSide: ValueSetSide,
     keys: Seq[(TracedKey, FilteredKeyRange.Estimate, Seq[(Target, Double)])],
     smallBytes: BigInt,
     bigBytes: BigInt)

@@ -1,11 +1,14 @@
 package hivejoinopts.mapjoinpruning
 
-import org.apache.spark.sql.catalyst.expressions.{Alias, AliasHelper, Attribute, BinaryComparison, EqualNullSafe, EqualTo, Expression, NamedExpression, SubqueryExpression, UpdateFields}
+import scala.collection.mutable.ArrayBuffer
+
+import org.apache.spark.sql.catalyst.expressions.{Alias, AliasHelper, And, Attribute, AttributeSet, BinaryComparison, EqualNullSafe, EqualTo, Expression, NamedExpression, PredicateHelper, SubqueryExpression, UpdateFields}
 import org.apache.spark.sql.catalyst.optimizer.{ColumnPruning, RewritePredicateSubquery}
+import org.apache.spark.sql.catalyst.plans.{Cross, ExistenceJoin, FullOuter, Inner, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Filter, Join, LeafNode, LogicalPlan, Project, Union, Window, WindowGroupLimit}
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 
-import hivejoinopts.plan.KeyEquality
+import hivejoinopts.plan.{Candidates, KeyEquality}
 
 /**
  * The plan whose key a run-time value set's subquery aggregates: the join side itself, as the
@@ -25,18 +28,33 @@ import hivejoinopts.plan.KeyEquality
  *    later batches, is not computed;
  *  - below that, only filters, projections, joins, unions and scans, and nothing left for the
  *    later batches: a subquery left after the rewrite (a scalar one), a Python UDF, a struct's
- *    field update, a DataSource V2 relation not yet made a scan.
+ *    field update, a DataSource V2 relation not yet made a scan;
+ *  - a join input that holds anything else (an aggregate or a window below the join, an `IN`
+ *    subquery's `GROUP BY ... HAVING`) and gives no key column is left out, the join replaced
+ *    by its other input ([[withoutUntakenInputs]]): an inner, semi or outer join only narrows
+ *    that input's keys, so the range covers them all. Not an anti join's right input.
  *
  * A side with a join or a subquery is computed a second time for its value set, its joins and
  * the subqueries' sides too; the rule weighs that by what it reads ([[readBytes]]).
  */
-private[mapjoinpruning] object RuntimeValueSetSide extends AliasHelper {
+private[mapjoinpruning] object RuntimeValueSetSide extends AliasHelper with PredicateHelper {
 
-  /** The plan of the value set's subquery for `side`, or why the side gives none. */
-  def of(side: LogicalPlan): Either[String, LogicalPlan] = {
+  /**
+   * The plan of the value set's subquery for `side`, whose keys are `keys`, or why the side
+   * gives none.
+   */
+  def of(side: LogicalPlan, keys: Seq[Expression]): Either[String, ValueSetSide] = {
+    val leftOut = ArrayBuffer.empty[String]
     // As Spark's own batch does after the rewrite: the new joins' inputs keep the columns used.
-    val rewritten = ColumnPruning(RewritePredicateSubquery(belowGrouping(side).getOrElse(side)))
-    rewritten.collectFirst {
+    val rewritten = ColumnPruning(withoutUntakenInputs(
+      RewritePredicateSubquery(belowGrouping(side).getOrElse(side)),
+      AttributeSet(keys.flatMap(_.references)), leftOut))
+    whyNotTaken(rewritten).toLeft(ValueSetSide(rewritten, leftOut.toList))
+  }
+
+  /** Why a value set is not taken from `plan` as it is, if it is not. */
+  private def whyNotTaken(plan: LogicalPlan): Option[String] =
+    plan.collectFirst {
       case p if !(p.isInstanceOf[Project] || p.isInstanceOf[Filter] || p.isInstanceOf[Join] ||
           p.isInstanceOf[Union] || p.isInstanceOf[LeafNode]) =>
         s"holds ${p.nodeName}: a value set is taken only from filters, projections, joins, " +
@@ -51,7 +69,51 @@ private[mapjoinpruning] object RuntimeValueSetSide extends AliasHelper {
       case j: Join if j.condition.exists(normalizedLater) =>
         s"holds a ${j.joinType.sql} join on keys that Spark normalizes only later (floating " +
           "point or a collated string)"
-    }.toLeft(rewritten)
+    }
+
+  /**
+   * `plan` without the join inputs that a value set is not taken from ([[whyNotTaken]]: an
+   * aggregate or a window below the join, say) and that give none of the `needed` columns: such
+   * a join becomes its other input, whose keys the join only narrows (an inner, semi or outer
+   * join; never an anti or existence join's right input, which widens its join's rows).
+   * Filters above keep the conjuncts, and projections the columns, that the input left still
+   * gives. The keys of the result are a superset of `plan`'s; `leftOut` gets each input left out.
+   */
+  private def withoutUntakenInputs(
+      plan: LogicalPlan,
+      needed: AttributeSet,
+      leftOut: ArrayBuffer[String]): LogicalPlan = plan match {
+    case Filter(condition, child) =>
+      val input = withoutUntakenInputs(child, needed, leftOut)
+      splitConjunctivePredicates(condition).filter(_.references.subsetOf(input.outputSet))
+        .reduceOption(And).map(Filter(_, input)).getOrElse(input)
+    case Project(list, child) =>
+      val input = withoutUntakenInputs(child,
+        AttributeSet(list.filter(e => needed.contains(e.toAttribute)).flatMap(_.references)),
+        leftOut)
+      Project(list.filter(_.references.subsetOf(input.outputSet)), input)
+    case j: Join =>
+      def leftOutOf(input: LogicalPlan, narrowsOnly: Boolean): Option[String] =
+        if (!narrowsOnly || input.outputSet.exists(needed.contains)) None
+        else whyNotTaken(input).map(why => s"${Candidates.tables(input)} (${why.takeWhile(
+          _ != ':')})")
+      val right = leftOutOf(j.right, Seq(Inner, Cross, LeftSemi, LeftOuter, FullOuter)
+        .contains(j.joinType))
+      lazy val left = leftOutOf(j.left, Seq(Inner, Cross, RightOuter, FullOuter)
+        .contains(j.joinType))
+      if (right.isDefined) {
+        leftOut += right.get
+        withoutUntakenInputs(j.left, needed, leftOut)
+      } else if (left.isDefined) {
+        leftOut += left.get
+        withoutUntakenInputs(j.right, needed, leftOut)
+      } else {
+        val kept = needed ++ j.condition.map(_.references).getOrElse(AttributeSet.empty)
+        val widens = j.joinType == LeftAnti || j.joinType.isInstanceOf[ExistenceJoin]
+        j.copy(left = withoutUntakenInputs(j.left, kept, leftOut),
+          right = if (widens) j.right else withoutUntakenInputs(j.right, kept, leftOut))
+      }
+    case other => other
   }
 
   /**
@@ -101,3 +163,9 @@ private[mapjoinpruning] object RuntimeValueSetSide extends AliasHelper {
     case _ => false
   }
 }
+
+/**
+ * The plan a value set is computed from, and the inputs of the side's joins it leaves out (its
+ * keys are then a superset of the side's).
+ */
+private[mapjoinpruning] final case class ValueSetSide(plan: LogicalPlan, leftOut: Seq[String])

@@ -457,11 +457,15 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
           "ON a.id = b.id + 1 WHERE a.month = 7 AND b.prio = 2) x ON o = x.id",
         "SELECT count(*), sum(v) FROM items JOIN (SELECT id FROM orders WHERE month = 7 " +
           "UNION ALL SELECT id FROM orders WHERE month = 8 AND prio = 1) x ON o = x.id") ++
-        groupingSides ++ Seq(
-        // Sides left alone: an aggregate below a join, a join Spark normalizes only later.
-        "SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a JOIN " +
-          "(SELECT prio, max(month) AS m FROM orders GROUP BY prio) b ON a.prio = b.prio " +
-          "WHERE a.month = 7) x ON o = x.id",
+        groupingSides ++ leftOutInputs ++ Seq(
+        // Sides left alone: the key from an aggregate below a join, an aggregate on an anti
+        // join's right, a join Spark normalizes only later.
+        "SELECT count(*), sum(v) FROM items JOIN (SELECT b.id FROM orders a JOIN " +
+          "(SELECT id, max(prio) AS m FROM orders WHERE month = 7 GROUP BY id) b " +
+          "ON a.id = b.id + 1 WHERE b.m > 2) x ON o = x.id",
+        "SELECT count(*), sum(v) FROM items JOIN (SELECT id FROM orders a WHERE month = 7 AND " +
+          "NOT EXISTS (SELECT 1 FROM (SELECT prio, count(*) AS c FROM orders WHERE p = 1 " +
+          "GROUP BY prio) g WHERE g.prio = a.prio AND g.c > 300)) x ON o = x.id",
         "SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a JOIN orders b " +
           "ON CAST(a.id AS DOUBLE) = CAST(b.id AS DOUBLE) + 1.0 WHERE a.month = 7) x " +
           "ON o = x.id")
@@ -477,14 +481,35 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
         for (q <- joins.slice(10, 15) ++ groupingSides) {
           assert(onItems(q).exists(_.fired), onItems(q))
         }
+        for (q <- leftOutInputs) {
+          assert(onItems(q).exists(d => d.fired && d.reason.contains("leaves out")), onItems(q))
+        }
       }
-      val Seq(aggregate, doubleKeys) = joins.takeRight(2).map(onItems)
-      assert(aggregate.nonEmpty && aggregate.forall(d => !d.fired &&
-        d.reason.contains("holds Aggregate")), aggregate)
+      val Seq(keyFromAggregate, antiJoinAggregate, doubleKeys) = joins.takeRight(3).map(onItems)
+      for (aggregate <- Seq(keyFromAggregate, antiJoinAggregate)) {
+        assert(aggregate.nonEmpty && aggregate.forall(d => !d.fired &&
+          d.reason.contains("holds Aggregate")), aggregate)
+      }
       assert(doubleKeys.nonEmpty && doubleKeys.forall(d => !d.fired &&
         d.reason.contains("normalizes only later")), doubleKeys)
     }
   }
+
+  /**
+   * Sides whose joins have an input that aggregates or ranks and gives no key column (a `GROUP
+   * BY` joined on another column, a window, an `IN` subquery's `GROUP BY ... HAVING`): their
+   * value sets leave that input out.
+   */
+  private val leftOutInputs = Seq(
+    "SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a JOIN " +
+      "(SELECT prio, max(month) AS m FROM orders GROUP BY prio) b ON a.prio = b.prio " +
+      "WHERE a.month = 7 AND b.m > 3) x ON o = x.id",
+    "SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a LEFT JOIN " +
+      "(SELECT prio, rank() OVER (ORDER BY prio) AS r FROM orders WHERE p = 2) w " +
+      "ON a.prio = w.prio WHERE a.month = 7 AND coalesce(w.r, 0) < 5000) x ON o = x.id",
+    "SELECT count(*), sum(v) FROM items JOIN (SELECT id FROM orders WHERE month = 7 AND " +
+      "prio IN (SELECT prio FROM orders WHERE p = 1 GROUP BY prio HAVING count(*) > 300)) x " +
+      "ON o = x.id")
 
   /**
    * Sides that group or rank the month's orders, under filters on what they compute: their value
@@ -501,10 +526,10 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       "row_number() OVER (PARTITION BY prio ORDER BY id DESC) AS r FROM orders " +
       "WHERE month = 7) WHERE r <= 20)")
 
-  test("a side that groups or ranks gives its input's keys: the items' scan is pruned") {
+  test("a side that groups or ranks, or joins an input that does, prunes the items' scan") {
     assume(SparkShims.scanPushesScalarSubqueries)
     withOrders() {
-      for (q <- groupingSides) {
+      for (q <- groupingSides ++ leftOutInputs) {
         val (off, on) = offAndOn(sql(q))
         assert(rowsRead(itemsScan(off)) == items, q)
         assert(rowsRead(itemsScan(on)) < items / 5, s"$q: ${rowsRead(itemsScan(on))}")
