@@ -206,6 +206,24 @@ class QueryGenerator:
                f"ORDER BY v) AS rk FROM {table} WHERE {where}) WHERE rk <= {r.choice([1, 3, 10])}) {a}",
             dict(self.types))
 
+    def joined_grouping_relation(self, table: str) -> Relation:
+        """A filtered table joined on k2 (not a join key) to another table's k2 groups or
+        ranks: a run-time value set leaves that input out (but not an anti join's)."""
+        r = self.rnd
+        a = self.alias()
+        other = r.choice(self.world.dimensions() + ["f2"])
+        if r.random() < 0.5:
+            g = f"(SELECT k2, count(*) AS c FROM {other} GROUP BY k2) g"
+        else:
+            g = f"(SELECT k2, rank() OVER (ORDER BY v) AS c FROM {other}) g"
+        jt = r.choice(["JOIN", "JOIN", "LEFT JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN"])
+        on = "s.k2 = g.k2" + (f" AND g.c > {r.choice([1, 3, 50])}" if r.random() < 0.5 else "")
+        cols = ", ".join(f"s.{c}" for c in self.types)
+        return Relation(
+            a, f"(SELECT {cols} FROM (SELECT * FROM {table} WHERE {self.table_filter(table)}) s "
+               f"{jt} {g} ON {on}) {a}",
+            dict(self.types))
+
     def union_relation(self) -> Relation:
         r = self.rnd
         key = self.key()
@@ -623,13 +641,15 @@ class QueryGenerator:
         big = self.table_relation(r.choice(self.world.facts()))
         t = r.choice(self.world.dimensions() + ["f2"])
         pick = r.random()
-        if pick < 0.65:
+        if pick < 0.6:
             small = self.filtered_relation(t)
-        elif pick < 0.8:
+        elif pick < 0.75:
             small = self.aggregate_relation(
                 t, where=self.table_filter(t) if r.random() < 0.7 else None)
-        else:
+        elif pick < 0.88:
             small = self.grouping_relation(t)
+        else:
+            small = self.joined_grouping_relation(t)
         keys = [c for c in small.columns if c in self.key_types]
         key = r.choice(keys) if keys else "k"
         jt = r.choice(["INNER", "INNER", "INNER", "LEFT SEMI", "RIGHT OUTER", "LEFT OUTER",
