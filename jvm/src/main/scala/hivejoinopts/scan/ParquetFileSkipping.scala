@@ -165,6 +165,11 @@ private[hivejoinopts] object ParquetFileSkipping {
     })
   }
 
+  /** Compares a footer statistic and a value that are both whole numbers (or day numbers). */
+  private[scan] val compareAsLongs: (Any, Any) => Int = (stat, value) =>
+    java.lang.Long.compare(
+      stat.asInstanceOf[Number].longValue, value.asInstanceOf[Number].longValue)
+
   /**
    * How a footer statistic compares with a value of the column's type, where the file's type
    * and annotation make the comparison exact: signed integers of either width, and strings.
@@ -176,8 +181,7 @@ private[hivejoinopts] object ParquetFileSkipping {
             PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64, a)
           if a == null || a.isInstanceOf[IntLogicalTypeAnnotation] &&
             a.asInstanceOf[IntLogicalTypeAnnotation].isSigned =>
-        Some((stat, value) => java.lang.Long.compare(
-          stat.asInstanceOf[Number].longValue, value.asInstanceOf[Number].longValue))
+        Some(compareAsLongs)
       case (s: StringType, PrimitiveTypeName.BINARY, _: StringLogicalTypeAnnotation)
           if SparkShims.binaryCollation(s) && !s.isInstanceOf[CharType] &&
             !s.isInstanceOf[VarcharType] =>

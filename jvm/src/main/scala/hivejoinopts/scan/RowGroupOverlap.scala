@@ -132,8 +132,7 @@ private[hivejoinopts] object RowGroupOverlap {
     ParquetFileSkipping.order(c, columnType).orElse {
       (columnType, c.primitive.getPrimitiveTypeName, c.primitive.getLogicalTypeAnnotation) match {
         case (DateType, PrimitiveTypeName.INT32, _: DateLogicalTypeAnnotation) =>
-          Some((stat, value) => java.lang.Long.compare(
-            stat.asInstanceOf[Number].longValue, value.asInstanceOf[Number].longValue))
+          Some(ParquetFileSkipping.compareAsLongs)
         case _ => None
       }
     }
