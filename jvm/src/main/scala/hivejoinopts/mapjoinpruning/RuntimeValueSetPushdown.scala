@@ -275,7 +275,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
             // footer needs reading to know that it skips little.
             if (conjuncts.isEmpty) {
               Left(s"${t.table} has no filter on a column its footers can judge (`column op " +
-                "literal` on integers, dates or strings), so nothing bounds its key")
+                "literal` on integers, dates, decimals or strings), so nothing bounds its key")
             } else {
               FilteredKeyRange.of(session, fs, t.column.name, conjuncts, skipFilesMaxFiles,
                 deadline).toRight(s"the footers of ${t.table} do not bound ${t.column.name}")

@@ -1,12 +1,13 @@
 package hivejoinopts.scan
 
 import org.apache.parquet.io.api.Binary
-import org.apache.parquet.schema.LogicalTypeAnnotation.{DateLogicalTypeAnnotation, IntLogicalTypeAnnotation, StringLogicalTypeAnnotation}
+import org.apache.parquet.schema.LogicalTypeAnnotation.{DateLogicalTypeAnnotation, DecimalLogicalTypeAnnotation, IntLogicalTypeAnnotation, StringLogicalTypeAnnotation}
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions._
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation
+import org.apache.spark.sql.types.Decimal
 import org.apache.spark.unsafe.types.UTF8String
 
 import hivejoinopts.compat.SparkShims
@@ -14,8 +15,8 @@ import hivejoinopts.compat.SparkShims
 /**
  * How wide a filtered Parquet or ORC table's key can be, from its footers alone: the union of
  * the key's [min, max] over the row groups (ORC: stripes) whose statistics may pass the filter's
- * simple conjuncts (`column op literal` with `=`, `<`, `<=`, `>`, `>=`, `IN`, on integers, dates
- * and strings).
+ * simple conjuncts (`column op literal` with `=`, `<`, `<=`, `>`, `>=`, `IN`, on integers, dates,
+ * decimals and strings).
  *
  * It is an estimate for a cost check, never a filter: a conjunct it cannot judge lets every row
  * group pass (the range only widens), and of a table with more than `maxFiles` files a sample
@@ -25,7 +26,10 @@ import hivejoinopts.compat.SparkShims
  */
 private[hivejoinopts] object FilteredKeyRange {
 
-  /** The key's range as longs (integers and dates) or UTF8 strings, and how it was read. */
+  /**
+   * The key's range as longs (integers and dates), Java decimals (decimals stored as integers)
+   * or UTF8 strings, and how it was read.
+   */
   final case class Estimate(lo: Any, hi: Any, rowGroups: Int, passing: Int)
 
   /**
@@ -78,9 +82,15 @@ private[hivejoinopts] object FilteredKeyRange {
   /** Whether the estimate can judge `conjunct` on row-group statistics (else it passes all). */
   def judges(conjunct: Expression): Boolean = test(conjunct).isDefined
 
-  /** A footer statistic as a long (signed integers, dates) or a UTF8 string; else None. */
+  /**
+   * A footer statistic as a long (signed integers, dates), a Java decimal (a decimal stored as
+   * an integer: the unscaled value) or a UTF8 string; else None.
+   */
   private def value(primitive: org.apache.parquet.schema.PrimitiveType, stat: Any): Option[Any] =
     (primitive.getPrimitiveTypeName, primitive.getLogicalTypeAnnotation, stat) match {
+      case (PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64, d: DecimalLogicalTypeAnnotation,
+          n: Number) =>
+        Some(java.math.BigDecimal.valueOf(n.longValue, d.getScale))
       case (PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64, a, n: Number)
           if a == null || a.isInstanceOf[DateLogicalTypeAnnotation] ||
             a.isInstanceOf[IntLogicalTypeAnnotation] &&
@@ -99,13 +109,23 @@ private[hivejoinopts] object FilteredKeyRange {
     case n: java.lang.Short => Some(n.longValue)
     case n: java.lang.Byte => Some(n.longValue)
     case s: UTF8String => Some(s)
+    case d: Decimal => Some(d.toJavaBigDecimal)
     case _ => None
   }
 
-  /** Whether a partition value (internal, of an integer, date or string column) lies in the
+  /** A decimal value as Java's: Spark's internal one, or an estimate's. */
+  private[scan] def decimal(v: Any): java.math.BigDecimal = v match {
+    case d: Decimal => d.toJavaBigDecimal
+    case d: java.math.BigDecimal => d
+    case d: scala.math.BigDecimal => d.bigDecimal
+    case other => throw new IllegalArgumentException(s"not a decimal: $other")
+  }
+
+  /** Whether a partition value (internal, of an integer, date, decimal or string column) lies in the
    * estimate's range; None when it cannot be compared. */
   def inRange(v: Any, est: Estimate): Option[Boolean] = v match {
     case s: UTF8String => within(s, est)
+    case d: Decimal => within(d.toJavaBigDecimal, est)
     case n: java.lang.Number if !v.isInstanceOf[java.math.BigDecimal] &&
         !v.isInstanceOf[java.lang.Double] && !v.isInstanceOf[java.lang.Float] =>
       within(n.longValue, est)
@@ -113,15 +133,17 @@ private[hivejoinopts] object FilteredKeyRange {
   }
 
   private def within(v: Any, est: Estimate): Option[Boolean] = (v, est.lo, est.hi) match {
-    case (_: Long, _: Long, _: Long) | (_: UTF8String, _: UTF8String, _: UTF8String) =>
+    case (_: Long, _: Long, _: Long) | (_: UTF8String, _: UTF8String, _: UTF8String) |
+        (_: java.math.BigDecimal, _: java.math.BigDecimal, _: java.math.BigDecimal) =>
       Some(ordering.compare(est.lo, v) <= 0 && ordering.compare(v, est.hi) <= 0)
     case _ => None
   }
 
-  /** Orders the estimate's values: longs with longs, strings with strings. */
+  /** Orders the estimate's values: longs with longs, decimals with decimals, strings with strings. */
   val ordering: Ordering[Any] = new Ordering[Any] {
     override def compare(a: Any, b: Any): Int = (a, b) match {
       case (x: Long, y: Long) => java.lang.Long.compare(x, y)
+      case (x: java.math.BigDecimal, y: java.math.BigDecimal) => x.compareTo(y)
       case (x: UTF8String, y: UTF8String) => SparkShims.compareBytes(x, y)
       case _ => throw new IllegalArgumentException(s"cannot compare $a and $b")
     }
@@ -130,7 +152,8 @@ private[hivejoinopts] object FilteredKeyRange {
   /** Whether a row group may hold a row passing the conjunct: (column, test of [min, max]). */
   private def test(conjunct: Expression): Option[(String, (Any, Any) => Boolean)] = {
     def cmp(a: Any, b: Any): Option[Int] = (a, b) match {
-      case (_: Long, _: Long) | (_: UTF8String, _: UTF8String) => Some(ordering.compare(a, b))
+      case (_: Long, _: Long) | (_: UTF8String, _: UTF8String) |
+          (_: java.math.BigDecimal, _: java.math.BigDecimal) => Some(ordering.compare(a, b))
       case _ => None
     }
     def on(a: Attribute, l: Literal)(t: (Any, Any, Any) => Boolean) =

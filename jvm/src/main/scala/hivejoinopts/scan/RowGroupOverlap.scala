@@ -4,12 +4,12 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
-import org.apache.parquet.schema.LogicalTypeAnnotation.DateLogicalTypeAnnotation
+import org.apache.parquet.schema.LogicalTypeAnnotation.{DateLogicalTypeAnnotation, DecimalLogicalTypeAnnotation}
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, PartitioningAwareFileIndex}
-import org.apache.spark.sql.types.{DataType, DateType}
+import org.apache.spark.sql.types.{DataType, DateType, DecimalType}
 
 import hivejoinopts.compat.SparkShims
 
@@ -123,9 +123,10 @@ private[hivejoinopts] object RowGroupOverlap {
 
   /**
    * How these estimates compare a chunk's statistics with a value: as the file skipping does
-   * ([[ParquetFileSkipping.order]], exact), and dates by their day number. A file written in
-   * Spark 2's hybrid calendar numbers days before 1582 otherwise, which moves an estimate by a
-   * few days there; the reader's own pushed filters, not these, decide what is skipped.
+   * ([[ParquetFileSkipping.order]], exact), dates by their day number, and decimals stored as
+   * integers by their value (the statistic is the unscaled number). A file written in Spark 2's
+   * hybrid calendar numbers days before 1582 otherwise, which moves an estimate by a few days
+   * there; the reader's own pushed filters, not these, decide what is skipped.
    */
   private def estimateOrder(c: ColumnChunks, columnType: DataType)
       : Option[(Any, Any) => Int] =
@@ -133,6 +134,11 @@ private[hivejoinopts] object RowGroupOverlap {
       (columnType, c.primitive.getPrimitiveTypeName, c.primitive.getLogicalTypeAnnotation) match {
         case (DateType, PrimitiveTypeName.INT32, _: DateLogicalTypeAnnotation) =>
           Some(ParquetFileSkipping.compareAsLongs)
+        case (_: DecimalType, PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64,
+            d: DecimalLogicalTypeAnnotation) =>
+          val scale = d.getScale
+          Some((stat, value) => java.math.BigDecimal.valueOf(stat.asInstanceOf[Number].longValue,
+            scale).compareTo(FilteredKeyRange.decimal(value)))
         case _ => None
       }
     }

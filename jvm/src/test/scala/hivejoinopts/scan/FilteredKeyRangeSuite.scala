@@ -1,7 +1,7 @@
 package hivejoinopts.scan
 
 import org.apache.spark.sql.catalyst.expressions.{And, EqualTo, Expression, GreaterThanOrEqual, In, LessThan, Literal}
-import org.apache.spark.sql.types.{DateType, IntegerType, StringType}
+import org.apache.spark.sql.types.{DateType, Decimal, DecimalType, IntegerType, StringType}
 import org.apache.spark.unsafe.types.UTF8String
 
 import hivejoinopts.ParquetTables
@@ -16,7 +16,7 @@ class FilteredKeyRangeSuite extends ParquetTables {
     // priority in no order; the same rows with the ids shuffled against the days.
     def orders(id: String) = spark.range(0, 8000, 1, 4).selectExpr(s"$id AS id",
       "date_add(DATE'2020-01-01', CAST(id DIV 10 AS INT)) AS day", "CAST(id % 7 AS INT) AS prio",
-      "lpad(CAST(id AS STRING), 6, '0') AS name")
+      "lpad(CAST(id AS STRING), 6, '0') AS name", "CAST(id / 100 AS DECIMAL(12, 2)) AS amount")
     table("arrival", orders("id"), Map("parquet.block.size" -> "4096"))
     table("scrambled", orders("id * 7919 % 8000"), Map("parquet.block.size" -> "4096"))
   }
@@ -68,6 +68,26 @@ class FilteredKeyRangeSuite extends ParquetTables {
     val and = range("arrival", "id", And(EqualTo(col(t, "prio"), Literal(1)),
       EqualTo(col(t, "day"), day("2020-01-02")))).get
     assert(and.passing == and.rowGroups, and)
+  }
+
+  test("decimals stored as integers: a decimal key's range and a decimal filter are judged") {
+    val t = relationOf("arrival")
+    def amount(v: String) = Literal(Decimal(BigDecimal(v)), DecimalType(12, 2))
+    val byDay = range("arrival", "amount", GreaterThanOrEqual(col(t, "day"), day("2020-03-01")),
+      LessThan(col(t, "day"), day("2020-04-01"))).getOrElse(fail("no estimate"))
+    // March 2020 is ids 600 to 909: amounts 6.00 to 9.09.
+    val (lo, hi) = (byDay.lo.asInstanceOf[java.math.BigDecimal],
+      byDay.hi.asInstanceOf[java.math.BigDecimal])
+    assert(lo.compareTo(new java.math.BigDecimal("6.00")) <= 0 &&
+      hi.compareTo(new java.math.BigDecimal("9.09")) >= 0, byDay)
+    assert(hi.subtract(lo).compareTo(new java.math.BigDecimal("15")) < 0, byDay)
+    val byAmount = range("arrival", "id", GreaterThanOrEqual(col(t, "amount"), amount("10.00")),
+      LessThan(col(t, "amount"), amount("11.00"))).getOrElse(fail("no estimate"))
+    assert(byAmount.lo.asInstanceOf[Long] <= 1000L && byAmount.hi.asInstanceOf[Long] >= 1099L,
+      byAmount)
+    assert(byAmount.passing < byAmount.rowGroups / 4, byAmount)
+    assert(FilteredKeyRange.inRange(Decimal(BigDecimal("7.5")), byDay).contains(true))
+    assert(FilteredKeyRange.inRange(Decimal(BigDecimal("70")), byDay).contains(false))
   }
 
   test("no row group passes, or the key has no statistics: no estimate") {

@@ -1,6 +1,6 @@
 package hivejoinopts.scan
 
-import org.apache.spark.sql.types.{DateType, IntegerType}
+import org.apache.spark.sql.types.{DateType, Decimal, DecimalType, IntegerType}
 
 import hivejoinopts.ParquetTables
 import hivejoinopts.scan.ParquetFileSkipping.Kept
@@ -18,6 +18,12 @@ class RowGroupOverlapSuite extends ParquetTables {
     table("sorted_dates", spark.range(0, 8000, 1, 4).selectExpr(
       "date_add(DATE'2000-01-01', CAST(id * 100 DIV 8000 AS INT)) AS k"),
       Map("parquet.block.size" -> "4096"))
+    // Decimals stored as INT32 and INT64 (unscaled) and as bytes: the keys 0.00 to 0.99.
+    for (precision <- Seq(7, 12, 20)) {
+      table(s"sorted_decimal$precision", spark.range(0, 8000, 1, 4).selectExpr(
+        s"CAST((id * 100 DIV 8000) / 100 AS DECIMAL($precision, 2)) AS k"),
+        Map("parquet.block.size" -> "4096"))
+    }
   }
 
   private def deadline: Long = System.nanoTime() + 60L * 1000 * 1000 * 1000
@@ -63,6 +69,19 @@ class RowGroupOverlapSuite extends ParquetTables {
       DateType, Kept.Between(first, first + 9), 16, deadline)
       .getOrElse(fail("the footers told nothing"))
     assert(tenth >= 0.1 && tenth < 0.2, tenth)
+  }
+
+  test("decimals stored as integers are compared by their value; stored as bytes, not at all") {
+    for (precision <- Seq(7, 12, 20)) {
+      val kept = Kept.Between(Decimal(BigDecimal("0.00")), Decimal(BigDecimal("0.09")))
+      val tenth = RowGroupOverlap.rowShareMayHold(spark, fsRelationOf(s"sorted_decimal$precision"),
+        "k", DecimalType(precision, 2), kept, 16, deadline)
+      if (precision <= 18) {
+        assert(tenth.exists(t => t >= 0.1 && t < 0.2), s"$precision: $tenth")
+      } else {
+        assert(tenth.isEmpty, s"$precision: $tenth")
+      }
+    }
   }
 
   test("at least the rows less the NULLs the footers count, for tables of at most maxFiles files") {
