@@ -1,10 +1,11 @@
 package hivejoinopts.scan
 
 import scala.jdk.CollectionConverters._
+import scala.util.Try
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.FileStatus
-import org.apache.orc.{ColumnStatistics, DateColumnStatistics, IntegerColumnStatistics, OrcFile, Reader, TypeDescription}
+import org.apache.orc.{ColumnStatistics, DateColumnStatistics, DecimalColumnStatistics, IntegerColumnStatistics, OrcFile, Reader, TypeDescription}
 import org.apache.parquet.schema.{LogicalTypeAnnotation, PrimitiveType, Types}
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 
@@ -12,7 +13,8 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
  * One column's statistics from an ORC file's tail, one [[RowGroupStats]] per stripe
  * ([[FileFooters]] reads and keeps). The column is described as Parquet would write it, so that
  * one set of checks judges both formats: integers of every width as signed 64-bit values,
- * dates as days. Other types (strings, which ORC orders by UTF-16 code units; decimals;
+ * dates as days, decimals of up to 18 digits as their unscaled values (Parquet's INT64
+ * decimals). Other types (strings, which ORC orders by UTF-16 code units; wider decimals;
  * timestamps) have no chunks here.
  *
  * Stripes are what a file's tail describes without reading the stripes' index streams; ORC's
@@ -66,6 +68,18 @@ private[scan] object OrcFooters {
           case s: DateColumnStatistics =>
             Some((Integer.valueOf(s.getMinimumDayOfEpoch.toInt),
               Integer.valueOf(s.getMaximumDayOfEpoch.toInt)))
+          case _ => None
+        }))
+      case DECIMAL if field.getPrecision <= 18 =>
+        val scale = field.getScale
+        // ORC keeps a statistic's own scale (trailing zeros dropped): back to the column's.
+        def unscaled(d: java.math.BigDecimal) =
+          java.lang.Long.valueOf(d.setScale(scale).unscaledValue.longValueExact)
+        Some((Types.optional(PrimitiveTypeName.INT64)
+          .as(LogicalTypeAnnotation.decimalType(scale, field.getPrecision)).named(name), {
+          case s: DecimalColumnStatistics =>
+            Try((unscaled(s.getMinimum.bigDecimalValue), unscaled(s.getMaximum.bigDecimalValue)))
+              .toOption
           case _ => None
         }))
       case _ => None

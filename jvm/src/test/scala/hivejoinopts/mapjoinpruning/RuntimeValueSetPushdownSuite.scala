@@ -147,8 +147,8 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   test("ORC: a month of orders prunes the sorted items' ORC scan; in no order it steps aside") {
     assume(SparkShims.scanPushesScalarSubqueries)
     // ORC skips the stripes, and the row groups inside them, outside the month's keys; its
-    // date statistics hold days, as Parquet's do.
-    for (keyType <- Seq("bigint", "date")) {
+    // date statistics hold days, and its decimal ones values, as Parquet's do.
+    for (keyType <- Seq("bigint", "date", "decimal(12,2)")) {
       withOrders(format = "orc", keyType = keyType) {
         assertMonthPrunesItems()
         val Seq(ran) = valueSetReports(sql(monthQuery))

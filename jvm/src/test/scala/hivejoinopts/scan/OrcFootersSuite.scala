@@ -16,10 +16,13 @@ class OrcFootersSuite extends ParquetTables {
   override def beforeAll(): Unit = {
     super.beforeAll()
     // One file in stripes of about 1,000 rows: `k` from 0 to 9999 in order, `n` NULL on every
-    // tenth row, `d` a date rising with `k`, `s` a string, `b` a byte.
+    // tenth row, `d` a date rising with `k`, `s` a string, `b` a byte, `m` a decimal (k / 100)
+    // and `w` one too wide to be read.
     table("orc_footers", spark.range(0, 10000, 1, 1).selectExpr("CAST(id AS INT) AS k",
       "IF(id % 10 = 0, NULL, id) AS n", "date_add(DATE'2020-01-01', CAST(id AS INT)) AS d",
-      "CAST(id AS STRING) AS s", "CAST(id % 100 - 50 AS TINYINT) AS b"), SmallStripes, "orc")
+      "CAST(id AS STRING) AS s", "CAST(id % 100 - 50 AS TINYINT) AS b",
+      "CAST(id / 100 AS DECIMAL(12, 2)) AS m", "CAST(id AS DECIMAL(20, 0)) AS w"),
+      SmallStripes, "orc")
   }
 
   private def format = fsRelationOf("orc_footers").fileFormat
@@ -53,6 +56,14 @@ class OrcFootersSuite extends ParquetTables {
     assert(d.rowGroups.last.range.get._2 == epochDay + 9999, d)
     assert(read(dataFiles("orc_footers"), "s") == Seq(None))
     assert(read(dataFiles("orc_footers"), "missing") == Seq(None))
+  }
+
+  test("decimals of up to 18 digits are their unscaled values, as Parquet stores them") {
+    val Seq(Some(m)) = read(dataFiles("orc_footers"), "m")
+    // 0.00 and 99.99 at scale 2 (ORC's own statistic of 0.00 is 0, of scale 0).
+    assert(m.rowGroups.head.range.get._1 == 0L && m.rowGroups.last.range.get._2 == 9999L, m)
+    assert(m.primitive.getLogicalTypeAnnotation.toString.startsWith("DECIMAL(12,2)"), m.primitive)
+    assert(read(dataFiles("orc_footers"), "w") == Seq(None))
   }
 
   test("the checks read ORC stripes as they read Parquet row groups") {
