@@ -113,12 +113,17 @@ private[hivejoinopts] object FilteredKeyRange {
     case _ => None
   }
 
-  /** A decimal value as Java's: Spark's internal one, or an estimate's. */
+  /**
+   * A number as a Java decimal: Spark's internal decimal, an estimate's decimal, or an integer
+   * (an estimate of an integer column whose key is cast to a decimal).
+   */
   private[scan] def decimal(v: Any): java.math.BigDecimal = v match {
     case d: Decimal => d.toJavaBigDecimal
     case d: java.math.BigDecimal => d
     case d: scala.math.BigDecimal => d.bigDecimal
-    case other => throw new IllegalArgumentException(s"not a decimal: $other")
+    case n @ (_: java.lang.Long | _: java.lang.Integer | _: java.lang.Short | _: java.lang.Byte) =>
+      java.math.BigDecimal.valueOf(n.asInstanceOf[Number].longValue)
+    case other => throw new IllegalArgumentException(s"not a number: $other")
   }
 
   /** Whether a partition value (internal, of an integer, date, decimal or string column) lies in the
@@ -139,11 +144,12 @@ private[hivejoinopts] object FilteredKeyRange {
     case _ => None
   }
 
-  /** Orders the estimate's values: longs with longs, decimals with decimals, strings with strings. */
+  /** Orders the estimate's values: numbers with numbers, strings with strings. */
   val ordering: Ordering[Any] = new Ordering[Any] {
     override def compare(a: Any, b: Any): Int = (a, b) match {
       case (x: Long, y: Long) => java.lang.Long.compare(x, y)
-      case (x: java.math.BigDecimal, y: java.math.BigDecimal) => x.compareTo(y)
+      case (_: java.math.BigDecimal, _: Long) | (_: Long, _: java.math.BigDecimal) |
+          (_: java.math.BigDecimal, _: java.math.BigDecimal) => decimal(a).compareTo(decimal(b))
       case (x: UTF8String, y: UTF8String) => SparkShims.compareBytes(x, y)
       case _ => throw new IllegalArgumentException(s"cannot compare $a and $b")
     }

@@ -585,6 +585,18 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       val q = "SELECT count(*) FROM items JOIN orders ON CAST(o AS BIGINT) = CAST(id AS BIGINT) " +
         "WHERE month = 7"
       checkSameAnswer(sql(q))
+      // Decimal items joined to int orders: the orders' key, cast to a decimal, is estimated
+      // from their integer statistics and compared with the items' decimal ones.
+      table("decimal_items", spark.table("items").selectExpr("CAST(o AS DECIMAL(12, 0)) AS o",
+        "v"), Map("parquet.block.size" -> "8192"))
+      val mixed = "SELECT count(*), sum(v) FROM decimal_items JOIN orders ON o = id " +
+        "WHERE month = 7"
+      checkSameAnswer(sql(mixed))
+      if (SparkShims.scanPushesScalarSubqueries) {
+        val Seq(d) = runtimeDecisions(sql(mixed))
+        assert(d.fired, d)
+        assert(rowsRead(scanOf(executedPlan(sql(mixed)), "decimal_items")) < items / 5, d)
+      }
     }
   }
 

@@ -82,6 +82,11 @@ class RowGroupOverlapSuite extends ParquetTables {
         assert(tenth.isEmpty, s"$precision: $tenth")
       }
     }
+    // An integer column's estimate (its key cast to a decimal) is compared by value too.
+    val zero = RowGroupOverlap.rowShareMayHold(spark, fsRelationOf("sorted_decimal12"), "k",
+      DecimalType(12, 2), Kept.Between(0L, 0L), 16, deadline)
+    assert(zero.exists(_ < 0.2), zero)
+    assert(FilteredKeyRange.ordering.compare(java.math.BigDecimal.valueOf(15, 1), 2L) < 0)
   }
 
   test("at least the rows less the NULLs the footers count, for tables of at most maxFiles files") {
