@@ -90,7 +90,7 @@ private[hivejoinopts] object FilteredKeyRange {
     (primitive.getPrimitiveTypeName, primitive.getLogicalTypeAnnotation, stat) match {
       case (PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64, d: DecimalLogicalTypeAnnotation,
           n: Number) =>
-        Some(java.math.BigDecimal.valueOf(n.longValue, d.getScale))
+        Some(decimalStatistic(n, d.getScale))
       case (PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64, a, n: Number)
           if a == null || a.isInstanceOf[DateLogicalTypeAnnotation] ||
             a.isInstanceOf[IntLogicalTypeAnnotation] &&
@@ -113,6 +113,10 @@ private[hivejoinopts] object FilteredKeyRange {
     case _ => None
   }
 
+  /** A decimal column's statistic stored as an integer (the unscaled value), as a Java decimal. */
+  private[scan] def decimalStatistic(stat: Any, scale: Int): java.math.BigDecimal =
+    java.math.BigDecimal.valueOf(stat.asInstanceOf[Number].longValue, scale)
+
   /**
    * A number as a Java decimal: Spark's internal decimal, an estimate's decimal, or an integer
    * (an estimate of an integer column whose key is cast to a decimal).
@@ -120,7 +124,6 @@ private[hivejoinopts] object FilteredKeyRange {
   private[scan] def decimal(v: Any): java.math.BigDecimal = v match {
     case d: Decimal => d.toJavaBigDecimal
     case d: java.math.BigDecimal => d
-    case d: scala.math.BigDecimal => d.bigDecimal
     case n @ (_: java.lang.Long | _: java.lang.Integer | _: java.lang.Short | _: java.lang.Byte) =>
       java.math.BigDecimal.valueOf(n.asInstanceOf[Number].longValue)
     case other => throw new IllegalArgumentException(s"not a number: $other")
@@ -130,7 +133,7 @@ private[hivejoinopts] object FilteredKeyRange {
    * estimate's range; None when it cannot be compared. */
   def inRange(v: Any, est: Estimate): Option[Boolean] = v match {
     case s: UTF8String => within(s, est)
-    case d: Decimal => within(d.toJavaBigDecimal, est)
+    case d: Decimal => within(decimal(d), est)
     case n: java.lang.Number if !v.isInstanceOf[java.math.BigDecimal] &&
         !v.isInstanceOf[java.lang.Double] && !v.isInstanceOf[java.lang.Float] =>
       within(n.longValue, est)

@@ -137,8 +137,8 @@ private[hivejoinopts] object RowGroupOverlap {
         case (_: DecimalType, PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64,
             d: DecimalLogicalTypeAnnotation) =>
           val scale = d.getScale
-          Some((stat, value) => java.math.BigDecimal.valueOf(stat.asInstanceOf[Number].longValue,
-            scale).compareTo(FilteredKeyRange.decimal(value)))
+          Some((stat, value) => FilteredKeyRange.decimalStatistic(stat, scale)
+            .compareTo(FilteredKeyRange.decimal(value)))
         case _ => None
       }
     }
