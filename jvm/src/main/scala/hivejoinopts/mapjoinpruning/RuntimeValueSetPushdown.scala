@@ -81,7 +81,7 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *    the value set reads of it a second time, its joins' inputs and `IN` subqueries included,
  *    is not smaller than the scans to prune;
  *  - the cost check above finds nothing to skip, or the footers do not tell: statistics are read
- *    for integer, date and string keys and decimals of up to 18 digits, and may be missing;
+ *    for integer, date, string and decimal keys, and may be missing;
  *  - on Spark 3.5, every data column: its file scan takes no run-time values as pushed filters
  *    (partition columns only);
  *  - a data column whose reader skips nothing by pushed filters (`spark.sql.parquet.filterPushdown`

@@ -27,8 +27,8 @@ import hivejoinopts.compat.SparkShims
 private[hivejoinopts] object FilteredKeyRange {
 
   /**
-   * The key's range as longs (integers and dates), Java decimals (decimals stored as integers)
-   * or UTF8 strings, and how it was read.
+   * The key's range as longs (integers and dates), Java decimals or UTF8 strings, and how it was
+   * read.
    */
   final case class Estimate(lo: Any, hi: Any, rowGroups: Int, passing: Int)
 
@@ -83,14 +83,17 @@ private[hivejoinopts] object FilteredKeyRange {
   def judges(conjunct: Expression): Boolean = test(conjunct).isDefined
 
   /**
-   * A footer statistic as a long (signed integers, dates), a Java decimal (a decimal stored as
-   * an integer: the unscaled value) or a UTF8 string; else None.
+   * A footer statistic as a long (signed integers, dates), a Java decimal (a decimal's unscaled
+   * value, stored as an integer or in bytes) or a UTF8 string; else None.
    */
   private def value(primitive: org.apache.parquet.schema.PrimitiveType, stat: Any): Option[Any] =
     (primitive.getPrimitiveTypeName, primitive.getLogicalTypeAnnotation, stat) match {
       case (PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64, d: DecimalLogicalTypeAnnotation,
           n: Number) =>
         Some(decimalStatistic(n, d.getScale))
+      case (PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY | PrimitiveTypeName.BINARY,
+          d: DecimalLogicalTypeAnnotation, b: Binary) if b.length > 0 =>
+        Some(decimalStatistic(b, d.getScale))
       case (PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64, a, n: Number)
           if a == null || a.isInstanceOf[DateLogicalTypeAnnotation] ||
             a.isInstanceOf[IntLogicalTypeAnnotation] &&
@@ -113,9 +116,14 @@ private[hivejoinopts] object FilteredKeyRange {
     case _ => None
   }
 
-  /** A decimal column's statistic stored as an integer (the unscaled value), as a Java decimal. */
-  private[scan] def decimalStatistic(stat: Any, scale: Int): java.math.BigDecimal =
-    java.math.BigDecimal.valueOf(stat.asInstanceOf[Number].longValue, scale)
+  /**
+   * A decimal column's statistic as a Java decimal: the unscaled value, stored as an integer (up
+   * to 18 digits) or in big-endian two's-complement bytes (wider decimals).
+   */
+  private[scan] def decimalStatistic(stat: Any, scale: Int): java.math.BigDecimal = stat match {
+    case b: Binary => new java.math.BigDecimal(new java.math.BigInteger(b.getBytes), scale)
+    case n => java.math.BigDecimal.valueOf(n.asInstanceOf[Number].longValue, scale)
+  }
 
   /**
    * A number as a Java decimal: Spark's internal decimal, an estimate's decimal, or an integer

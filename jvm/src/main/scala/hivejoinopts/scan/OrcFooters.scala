@@ -6,6 +6,7 @@ import scala.util.Try
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.FileStatus
 import org.apache.orc.{ColumnStatistics, DateColumnStatistics, DecimalColumnStatistics, IntegerColumnStatistics, OrcFile, Reader, TypeDescription}
+import org.apache.parquet.io.api.Binary
 import org.apache.parquet.schema.{LogicalTypeAnnotation, PrimitiveType, Types}
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 
@@ -13,8 +14,8 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
  * One column's statistics from an ORC file's tail, one [[RowGroupStats]] per stripe
  * ([[FileFooters]] reads and keeps). The column is described as Parquet would write it, so that
  * one set of checks judges both formats: integers of every width as signed 64-bit values,
- * dates as days, decimals of up to 18 digits as their unscaled values (Parquet's INT64
- * decimals). Other types (strings, which ORC orders by UTF-16 code units; wider decimals;
+ * dates as days, decimals as their unscaled values (Parquet's INT64 decimals up to 18 digits,
+ * its byte-array decimals above). Other types (strings, which ORC orders by UTF-16 code units;
  * timestamps) have no chunks here.
  *
  * Stripes are what a file's tail describes without reading the stripes' index streams; ORC's
@@ -70,13 +71,23 @@ private[scan] object OrcFooters {
               Integer.valueOf(s.getMaximumDayOfEpoch.toInt)))
           case _ => None
         }))
-      case DECIMAL if field.getPrecision <= 18 =>
-        val scale = field.getScale
+      case DECIMAL =>
+        val (scale, precision) = (field.getScale, field.getPrecision)
         // ORC keeps a statistic's own scale (trailing zeros dropped): back to the column's.
-        def unscaled(d: java.math.BigDecimal) =
-          java.lang.Long.valueOf(d.setScale(scale).unscaledValue.longValueExact)
-        Some((Types.optional(PrimitiveTypeName.INT64)
-          .as(LogicalTypeAnnotation.decimalType(scale, field.getPrecision)).named(name), {
+        def unscaled(d: java.math.BigDecimal): Any = {
+          val n = d.setScale(scale).unscaledValue
+          if (precision <= 18) java.lang.Long.valueOf(n.longValueExact)
+          else {
+            // Sign-extended to the 16 bytes of a 38-digit decimal, as the chunk's type says.
+            val bytes = n.toByteArray
+            Binary.fromConstantByteArray(
+              Array.fill[Byte](16 - bytes.length)(if (n.signum < 0) -1 else 0) ++ bytes)
+          }
+        }
+        val stored =
+          if (precision <= 18) Types.optional(PrimitiveTypeName.INT64)
+          else Types.optional(PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY).length(16)
+        Some((stored.as(LogicalTypeAnnotation.decimalType(scale, precision)).named(name), {
           case s: DecimalColumnStatistics =>
             Try((unscaled(s.getMinimum.bigDecimalValue), unscaled(s.getMaximum.bigDecimalValue)))
               .toOption

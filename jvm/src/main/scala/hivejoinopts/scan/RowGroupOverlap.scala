@@ -123,8 +123,8 @@ private[hivejoinopts] object RowGroupOverlap {
 
   /**
    * How these estimates compare a chunk's statistics with a value: as the file skipping does
-   * ([[ParquetFileSkipping.order]], exact), dates by their day number, and decimals stored as
-   * integers by their value (the statistic is the unscaled number). A file written in Spark 2's
+   * ([[ParquetFileSkipping.order]], exact), dates by their day number, and decimals by their
+   * value (the statistic is the unscaled number, as an integer or in bytes). A file written in Spark 2's
    * hybrid calendar numbers days before 1582 otherwise, which moves an estimate by a few days
    * there; the reader's own pushed filters, not these, decide what is skipped.
    */
@@ -134,7 +134,8 @@ private[hivejoinopts] object RowGroupOverlap {
       (columnType, c.primitive.getPrimitiveTypeName, c.primitive.getLogicalTypeAnnotation) match {
         case (DateType, PrimitiveTypeName.INT32, _: DateLogicalTypeAnnotation) =>
           Some(ParquetFileSkipping.compareAsLongs)
-        case (_: DecimalType, PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64,
+        case (_: DecimalType, PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64 |
+            PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY | PrimitiveTypeName.BINARY,
             d: DecimalLogicalTypeAnnotation) =>
           val scale = d.getScale
           Some((stat, value) => FilteredKeyRange.decimalStatistic(stat, scale)

@@ -16,7 +16,8 @@ class FilteredKeyRangeSuite extends ParquetTables {
     // priority in no order; the same rows with the ids shuffled against the days.
     def orders(id: String) = spark.range(0, 8000, 1, 4).selectExpr(s"$id AS id",
       "date_add(DATE'2020-01-01', CAST(id DIV 10 AS INT)) AS day", "CAST(id % 7 AS INT) AS prio",
-      "lpad(CAST(id AS STRING), 6, '0') AS name", "CAST(id / 100 AS DECIMAL(12, 2)) AS amount")
+      "lpad(CAST(id AS STRING), 6, '0') AS name", "CAST(id / 100 AS DECIMAL(12, 2)) AS amount",
+      "CAST(id / 100 AS DECIMAL(24, 2)) AS wide")
     table("arrival", orders("id"), Map("parquet.block.size" -> "4096"))
     table("scrambled", orders("id * 7919 % 8000"), Map("parquet.block.size" -> "4096"))
   }
@@ -70,24 +71,27 @@ class FilteredKeyRangeSuite extends ParquetTables {
     assert(and.passing == and.rowGroups, and)
   }
 
-  test("decimals stored as integers: a decimal key's range and a decimal filter are judged") {
+  test("decimals stored as integers and in bytes: a decimal key's range and a decimal filter " +
+    "are judged") {
     val t = relationOf("arrival")
-    def amount(v: String) = Literal(Decimal(BigDecimal(v)), DecimalType(12, 2))
-    val byDay = range("arrival", "amount", GreaterThanOrEqual(col(t, "day"), day("2020-03-01")),
-      LessThan(col(t, "day"), day("2020-04-01"))).getOrElse(fail("no estimate"))
-    // March 2020 is ids 600 to 909: amounts 6.00 to 9.09.
-    val (lo, hi) = (byDay.lo.asInstanceOf[java.math.BigDecimal],
-      byDay.hi.asInstanceOf[java.math.BigDecimal])
-    assert(lo.compareTo(new java.math.BigDecimal("6.00")) <= 0 &&
-      hi.compareTo(new java.math.BigDecimal("9.09")) >= 0, byDay)
-    assert(hi.subtract(lo).compareTo(new java.math.BigDecimal("15")) < 0, byDay)
-    val byAmount = range("arrival", "id", GreaterThanOrEqual(col(t, "amount"), amount("10.00")),
-      LessThan(col(t, "amount"), amount("11.00"))).getOrElse(fail("no estimate"))
-    assert(byAmount.lo.asInstanceOf[Long] <= 1000L && byAmount.hi.asInstanceOf[Long] >= 1099L,
-      byAmount)
-    assert(byAmount.passing < byAmount.rowGroups / 4, byAmount)
-    assert(FilteredKeyRange.inRange(Decimal(BigDecimal("7.5")), byDay).contains(true))
-    assert(FilteredKeyRange.inRange(Decimal(BigDecimal("70")), byDay).contains(false))
+    for ((column, precision) <- Seq("amount" -> 12, "wide" -> 24)) {
+      def amount(v: String) = Literal(Decimal(BigDecimal(v)), DecimalType(precision, 2))
+      val byDay = range("arrival", column, GreaterThanOrEqual(col(t, "day"), day("2020-03-01")),
+        LessThan(col(t, "day"), day("2020-04-01"))).getOrElse(fail(s"$column: no estimate"))
+      // March 2020 is ids 600 to 909: amounts 6.00 to 9.09.
+      val (lo, hi) = (byDay.lo.asInstanceOf[java.math.BigDecimal],
+        byDay.hi.asInstanceOf[java.math.BigDecimal])
+      assert(lo.compareTo(new java.math.BigDecimal("6.00")) <= 0 &&
+        hi.compareTo(new java.math.BigDecimal("9.09")) >= 0, s"$column: $byDay")
+      assert(hi.subtract(lo).compareTo(new java.math.BigDecimal("15")) < 0, s"$column: $byDay")
+      val byAmount = range("arrival", "id", GreaterThanOrEqual(col(t, column), amount("10.00")),
+        LessThan(col(t, column), amount("11.00"))).getOrElse(fail(s"$column: no estimate"))
+      assert(byAmount.lo.asInstanceOf[Long] <= 1000L && byAmount.hi.asInstanceOf[Long] >= 1099L,
+        s"$column: $byAmount")
+      assert(byAmount.passing < byAmount.rowGroups / 4, s"$column: $byAmount")
+      assert(FilteredKeyRange.inRange(Decimal(BigDecimal("7.5")), byDay).contains(true))
+      assert(FilteredKeyRange.inRange(Decimal(BigDecimal("70")), byDay).contains(false))
+    }
   }
 
   test("no row group passes, or the key has no statistics: no estimate") {

@@ -17,11 +17,11 @@ class OrcFootersSuite extends ParquetTables {
     super.beforeAll()
     // One file in stripes of about 1,000 rows: `k` from 0 to 9999 in order, `n` NULL on every
     // tenth row, `d` a date rising with `k`, `s` a string, `b` a byte, `m` a decimal (k / 100)
-    // and `w` one too wide to be read.
+    // and `w` a wider one (k - 5000, of 20 digits).
     table("orc_footers", spark.range(0, 10000, 1, 1).selectExpr("CAST(id AS INT) AS k",
       "IF(id % 10 = 0, NULL, id) AS n", "date_add(DATE'2020-01-01', CAST(id AS INT)) AS d",
       "CAST(id AS STRING) AS s", "CAST(id % 100 - 50 AS TINYINT) AS b",
-      "CAST(id / 100 AS DECIMAL(12, 2)) AS m", "CAST(id AS DECIMAL(20, 0)) AS w"),
+      "CAST(id / 100 AS DECIMAL(12, 2)) AS m", "CAST(id - 5000 AS DECIMAL(20, 0)) AS w"),
       SmallStripes, "orc")
   }
 
@@ -58,12 +58,21 @@ class OrcFootersSuite extends ParquetTables {
     assert(read(dataFiles("orc_footers"), "missing") == Seq(None))
   }
 
-  test("decimals of up to 18 digits are their unscaled values, as Parquet stores them") {
+  test("decimals are their unscaled values, as Parquet stores them: integers, bytes above 18 " +
+    "digits") {
     val Seq(Some(m)) = read(dataFiles("orc_footers"), "m")
     // 0.00 and 99.99 at scale 2 (ORC's own statistic of 0.00 is 0, of scale 0).
     assert(m.rowGroups.head.range.get._1 == 0L && m.rowGroups.last.range.get._2 == 9999L, m)
     assert(m.primitive.getLogicalTypeAnnotation.toString.startsWith("DECIMAL(12,2)"), m.primitive)
-    assert(read(dataFiles("orc_footers"), "w") == Seq(None))
+    // -5000 to 4999 in 16 sign-extended bytes, in the order of the stripes.
+    val Seq(Some(w)) = read(dataFiles("orc_footers"), "w")
+    assert(w.primitive.getPrimitiveTypeName.name == "FIXED_LEN_BYTE_ARRAY", w.primitive)
+    val ranges = w.rowGroups.map(_.range.get)
+    def value(stat: Any) = FilteredKeyRange.decimalStatistic(stat, 0).longValueExact
+    assert(value(ranges.head._1) == -5000L && value(ranges.last._2) == 4999L, ranges)
+    ranges.zip(ranges.tail).foreach { case ((_, hi), (lo, _)) =>
+      assert(value(lo) == value(hi) + 1 && w.comparator.compare(hi, lo) < 0, ranges)
+    }
   }
 
   test("the checks read ORC stripes as they read Parquet row groups") {

@@ -18,10 +18,10 @@ class RowGroupOverlapSuite extends ParquetTables {
     table("sorted_dates", spark.range(0, 8000, 1, 4).selectExpr(
       "date_add(DATE'2000-01-01', CAST(id * 100 DIV 8000 AS INT)) AS k"),
       Map("parquet.block.size" -> "4096"))
-    // Decimals stored as INT32 and INT64 (unscaled) and as bytes: the keys 0.00 to 0.99.
-    for (precision <- Seq(7, 12, 20)) {
+    // Decimals stored as INT32 and INT64 (unscaled) and in bytes: the keys -0.50 to 0.49.
+    for (precision <- Seq(7, 12, 20, 38)) {
       table(s"sorted_decimal$precision", spark.range(0, 8000, 1, 4).selectExpr(
-        s"CAST((id * 100 DIV 8000) / 100 AS DECIMAL($precision, 2)) AS k"),
+        s"CAST((id * 100 DIV 8000 - 50) / 100 AS DECIMAL($precision, 2)) AS k"),
         Map("parquet.block.size" -> "4096"))
     }
   }
@@ -71,15 +71,20 @@ class RowGroupOverlapSuite extends ParquetTables {
     assert(tenth >= 0.1 && tenth < 0.2, tenth)
   }
 
-  test("decimals stored as integers are compared by their value; stored as bytes, not at all") {
-    for (precision <- Seq(7, 12, 20)) {
-      val kept = Kept.Between(Decimal(BigDecimal("0.00")), Decimal(BigDecimal("0.09")))
-      val tenth = RowGroupOverlap.rowShareMayHold(spark, fsRelationOf(s"sorted_decimal$precision"),
-        "k", DecimalType(precision, 2), kept, 16, deadline)
-      if (precision <= 18) {
-        assert(tenth.exists(t => t >= 0.1 && t < 0.2), s"$precision: $tenth")
-      } else {
-        assert(tenth.isEmpty, s"$precision: $tenth")
+  test("decimals are compared by their value, stored as integers or in bytes, negative ones too") {
+    for (precision <- Seq(7, 12, 20, 38)) {
+      val relation = fsRelationOf(s"sorted_decimal$precision")
+      val stored = FileFooters.column(relation, dataFiles(s"sorted_decimal$precision"), "k",
+        spark, deadline).head.get.primitive.getPrimitiveTypeName.name
+      assert((precision > 18) == (stored == "FIXED_LEN_BYTE_ARRAY"), s"$precision: $stored")
+      def shareOf(lo: String, hi: String) = RowGroupOverlap.rowShareMayHold(spark, relation, "k",
+        DecimalType(precision, 2), Kept.Between(Decimal(BigDecimal(lo)), Decimal(BigDecimal(hi))),
+        16, deadline)
+      // The first tenth of the keys, all negative, then a tenth across zero (at the end of one
+      // file and the start of the next: a row group more).
+      for ((lo, hi, most) <- Seq(("-0.50", "-0.41", 0.2), ("-0.05", "0.04", 0.3))) {
+        val tenth = shareOf(lo, hi)
+        assert(tenth.exists(t => t >= 0.1 && t < most), s"$precision ($stored) [$lo, $hi]: $tenth")
       }
     }
     // An integer column's estimate (its key cast to a decimal) is compared by value too.
