@@ -93,10 +93,20 @@ private[mapjoinpruning] class ValueSetJobs(session: SparkSession) extends SparkL
    * Whether each tagged job succeeded, once one has started and all have ended. A job a gate
    * holds ends only when it is cancelled or when the gate lets it go.
    */
-  def ended(): Seq[Boolean] = {
+  def ended(): Seq[Boolean] = endedOnce(allEnded)
+
+  /**
+   * Whether each tagged job that has ended succeeded, once one has ended cancelled (or all have
+   * ended): a job the gate holds ends before the gate's minute only when it is cancelled.
+   */
+  def oneCancelled(): Seq[Boolean] = endedOnce(allEnded || succeeded.containsValue(false))
+
+  private def allEnded: Boolean =
+    started.asScala.nonEmpty && started.asScala.forall(succeeded.containsKey)
+
+  private def endedOnce(done: => Boolean): Seq[Boolean] = {
     val giveUp = System.nanoTime() + TimeUnit.MINUTES.toNanos(5)
-    while ((started.isEmpty || !started.asScala.forall(succeeded.containsKey)) &&
-        System.nanoTime() < giveUp) Thread.sleep(20)
+    while (!done && System.nanoTime() < giveUp) Thread.sleep(20)
     succeeded.values().asScala.toSeq
   }
 
