@@ -137,8 +137,10 @@ private[hivejoinopts] object FilteredKeyRange {
     case other => throw new IllegalArgumentException(s"not a number: $other")
   }
 
-  /** Whether a partition value (internal, of an integer, date, decimal or string column) lies in the
-   * estimate's range; None when it cannot be compared. */
+  /**
+   * Whether a partition value (internal, of an integer, date, decimal or string column) lies in
+   * the estimate's range; None when it cannot be compared.
+   */
   def inRange(v: Any, est: Estimate): Option[Boolean] = v match {
     case s: UTF8String => within(s, est)
     case d: Decimal => within(decimal(d), est)

@@ -124,9 +124,9 @@ private[hivejoinopts] object RowGroupOverlap {
   /**
    * How these estimates compare a chunk's statistics with a value: as the file skipping does
    * ([[ParquetFileSkipping.order]], exact), dates by their day number, and decimals by their
-   * value (the statistic is the unscaled number, as an integer or in bytes). A file written in Spark 2's
-   * hybrid calendar numbers days before 1582 otherwise, which moves an estimate by a few days
-   * there; the reader's own pushed filters, not these, decide what is skipped.
+   * value (the statistic is the unscaled number, as an integer or in bytes). A file written in
+   * Spark 2's hybrid calendar numbers days before 1582 otherwise, which moves an estimate by a
+   * few days there; the reader's own pushed filters, not these, decide what is skipped.
    */
   private def estimateOrder(c: ColumnChunks, columnType: DataType)
       : Option[(Any, Any) => Int] =

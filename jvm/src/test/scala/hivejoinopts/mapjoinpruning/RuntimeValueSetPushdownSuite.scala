@@ -564,8 +564,8 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
-  test("keys of other types: the same answer; integer, string and decimal keys pruned (of 7 to 20 " +
-    "digits), an int key cast to a decimal pruned, other casts left alone") {
+  test("keys of other types: the same answer; integer, string and decimal keys pruned (of 7 to " +
+    "20 digits), an int key cast to a decimal pruned, other casts left alone") {
     for (keyType <- Seq("int", "smallint", "string", "decimal(12,0)", "decimal(12,2)",
         "decimal(7,1)", "decimal(20,0)", "date")) {
       val typed = if (keyType == "date") "date_add(DATE'2000-01-01', CAST(id AS INT))" else "id"
