@@ -88,12 +88,10 @@ private[hivejoinopts] object FilteredKeyRange {
    */
   private def value(primitive: org.apache.parquet.schema.PrimitiveType, stat: Any): Option[Any] =
     (primitive.getPrimitiveTypeName, primitive.getLogicalTypeAnnotation, stat) match {
-      case (PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64, d: DecimalLogicalTypeAnnotation,
-          n: Number) =>
-        Some(decimalStatistic(n, d.getScale))
-      case (PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY | PrimitiveTypeName.BINARY,
-          d: DecimalLogicalTypeAnnotation, b: Binary) if b.length > 0 =>
-        Some(decimalStatistic(b, d.getScale))
+      case (_, _: DecimalLogicalTypeAnnotation, n: Number) =>
+        decimalScale(primitive).map(decimalStatistic(n, _))
+      case (_, _: DecimalLogicalTypeAnnotation, b: Binary) if b.length > 0 =>
+        decimalScale(primitive).map(decimalStatistic(b, _))
       case (PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64, a, n: Number)
           if a == null || a.isInstanceOf[DateLogicalTypeAnnotation] ||
             a.isInstanceOf[IntLogicalTypeAnnotation] &&
@@ -115,6 +113,19 @@ private[hivejoinopts] object FilteredKeyRange {
     case d: Decimal => Some(d.toJavaBigDecimal)
     case _ => None
   }
+
+  /**
+   * The scale of a decimal column whose statistics [[decimalStatistic]] reads: one stored as an
+   * integer or in bytes; else None.
+   */
+  private[scan] def decimalScale(primitive: org.apache.parquet.schema.PrimitiveType)
+      : Option[Int] =
+    (primitive.getPrimitiveTypeName, primitive.getLogicalTypeAnnotation) match {
+      case (PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64 |
+          PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY | PrimitiveTypeName.BINARY,
+          d: DecimalLogicalTypeAnnotation) => Some(d.getScale)
+      case _ => None
+    }
 
   /**
    * A decimal column's statistic as a Java decimal: the unscaled value, stored as an integer (up

@@ -4,7 +4,7 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
-import org.apache.parquet.schema.LogicalTypeAnnotation.{DateLogicalTypeAnnotation, DecimalLogicalTypeAnnotation}
+import org.apache.parquet.schema.LogicalTypeAnnotation.DateLogicalTypeAnnotation
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 
 import org.apache.spark.sql.SparkSession
@@ -134,12 +134,10 @@ private[hivejoinopts] object RowGroupOverlap {
       (columnType, c.primitive.getPrimitiveTypeName, c.primitive.getLogicalTypeAnnotation) match {
         case (DateType, PrimitiveTypeName.INT32, _: DateLogicalTypeAnnotation) =>
           Some(ParquetFileSkipping.compareAsLongs)
-        case (_: DecimalType, PrimitiveTypeName.INT32 | PrimitiveTypeName.INT64 |
-            PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY | PrimitiveTypeName.BINARY,
-            d: DecimalLogicalTypeAnnotation) =>
-          val scale = d.getScale
-          Some((stat, value) => FilteredKeyRange.decimalStatistic(stat, scale)
-            .compareTo(FilteredKeyRange.decimal(value)))
+        case (_: DecimalType, _, _) =>
+          FilteredKeyRange.decimalScale(c.primitive).map(scale => (stat: Any, value: Any) =>
+            FilteredKeyRange.decimalStatistic(stat, scale)
+              .compareTo(FilteredKeyRange.decimal(value)))
         case _ => None
       }
     }
