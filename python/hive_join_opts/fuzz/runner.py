@@ -61,6 +61,8 @@ def draw_settings(rnd: random.Random) -> dict[str, str]:
         # A scan that gives up on its run-time value set (1 ms: whether it does depends on when
         # the scan starts) reads as without it.
         PREFIX + "mapJoinPruning.runtime.maxWait": rnd.choice(["30s", "1ms"]),
+        # The run-time list of distinct keys: a short one overflows on most sides.
+        PREFIX + "mapJoinPruning.runtime.maxInValues": rnd.choice(["2", "32"]),
     }
 
 

@@ -269,6 +269,15 @@ object HiveJoinOptsConf {
       "set's jobs. For keys of integer, decimal, date and string types.",
     V020, default = "30s", _ > 0, "Must be a positive duration."))
 
+  val MAP_JOIN_PRUNING_RUNTIME_MAX_IN_VALUES: Flag[Int] = flag(Flag.int(
+    PREFIX + "mapJoinPruning.runtime.maxInValues",
+    "A run-time value set also collects the side's distinct keys, up to this many, and the " +
+      "scan gets them as well as the range (`key = v1 OR key = v2 ...`: Parquet and ORC skip " +
+      "the row groups and stripes whose statistics hold none of them); a side with more keys " +
+      "gives the range alone. Each value is one more comparison for every row the scan " +
+      "passes. 0 collects none.",
+    V020, default = 32, n => n >= 0 && n <= 1000, "Must be between 0 and 1000."))
+
   val MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES: Flag[Long] = flag(Flag.bytes(
     PREFIX + "mapJoinPruning.smallSide.maxBytes",
     "A join side is evaluated while planning only when Spark estimates it at most this size, " +

@@ -58,17 +58,20 @@ private[mapjoinpruning] object BoundFallback {
   }
 
   /** `column` between the bounds `lo` and `hi`, each guarded where its fallback needs it. */
-  def range(column: Expression, lo: Expression, hi: Expression): Expression = {
-    def guarded(comparison: Expression, lower: Boolean): Expression =
-      of(column.dataType, lower) match {
-        case Some(Guarded(v)) =>
-          val guard = Literal(v, column.dataType)
-          Or(comparison, if (lower) LessThan(column, guard) else GreaterThan(column, guard))
-        case _ => comparison
-      }
-    And(guarded(GreaterThanOrEqual(column, lo), lower = true),
-      guarded(LessThanOrEqual(column, hi), lower = false))
-  }
+  def range(column: Expression, lo: Expression, hi: Expression): Expression =
+    And(atLeast(column, lo), guarded(column, LessThanOrEqual(column, hi), lower = false))
+
+  /** `column >= lo`, guarded where the lower fallback needs it. */
+  def atLeast(column: Expression, lo: Expression): Expression =
+    guarded(column, GreaterThanOrEqual(column, lo), lower = true)
+
+  private def guarded(column: Expression, comparison: Expression, lower: Boolean): Expression =
+    of(column.dataType, lower) match {
+      case Some(Guarded(v)) =>
+        val guard = Literal(v, column.dataType)
+        Or(comparison, if (lower) LessThan(column, guard) else GreaterThan(column, guard))
+      case _ => comparison
+    }
 
   /** Why a scan waits without a bound for a value set on keys of `types`: they have no fallback. */
   def waitsUnbounded(types: Seq[DataType]): String =

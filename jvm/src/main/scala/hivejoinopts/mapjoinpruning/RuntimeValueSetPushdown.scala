@@ -3,7 +3,7 @@ package hivejoinopts.mapjoinpruning
 import scala.util.Try
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, Coalesce, Expression, InSubquery, Literal, ScalarSubquery}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Coalesce, ElementAt, EqualTo, Expression, InSubquery, Literal, Or, ScalarSubquery}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Max, Min}
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight, ColumnPruning}
 import org.apache.spark.sql.catalyst.plans.logical._
@@ -47,6 +47,13 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * show `ScalarSubquery#n`). A partition column's range prunes partitions as the scan starts, as
  * dynamic partition pruning does. The aggregate reads only the side's key and filter columns,
  * once: Spark's exchange reuse shares what it can with the join's own plan of that side.
+ *
+ * '''The list of keys.''' The same aggregate collects the side's distinct keys, up to
+ * `runtime.maxInValues` ([[ValueSetDistinctKeys]]), and the filter adds
+ * `(l_orderkey = v1 OR ... OR l_orderkey = vn OR l_orderkey >= least)`, each value a scalar
+ * subquery of its own (all read one collect: [[ValueSetElementExec]]), so that the reader also
+ * skips the row groups inside the range that hold none of the keys. A side with more keys sets
+ * `least` to a value every key passes: the range alone then prunes.
  *
  * '''The cost check.''' A scan waits for the value set (at most `runtime.maxWait`:
  * [[RuntimeValueSetWait]]; a bound given up on passes every row, on date and string keys through
@@ -330,18 +337,16 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
     /** The pruned side, its scans under the range filters; logs the decision. */
     private def applied(candidate: String, p: RuntimePlan): LogicalPlan = {
       val perKey = p.keys.map { case (k, est, targets) =>
-        val (lo, hi) = RuntimeValueSetPushdown.bounds(k.smallKey, p.valueSetSide.plan)
-        (k, est, targets, lo, hi)
+        (k, est, targets, RuntimeValueSetPushdown.valueSet(k.smallKey, p.valueSetSide.plan,
+          HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_IN_VALUES(conf)))
       }
       var big = p.big
-      perKey.foreach { case (k, _, targets, lo, hi) =>
+      perKey.foreach { case (k, _, targets, valueSet) =>
         big = ValueSetPushdown.walk(big, k.bigKey, { t =>
-          targets.find(_._1 == t).map { _ =>
-            Filter(BoundFallback.range(t.column, lo, hi), t.scan)
-          }
+          targets.find(_._1 == t).map(_ => Filter(valueSet.filter(t.column), t.scan))
         }).plan
       }
-      val ranges: Seq[(String, Any)] = perKey.flatMap { case (k, est, ts, _, _) =>
+      val ranges: Seq[(String, Any)] = perKey.flatMap { case (k, est, ts, _) =>
         (s"estimatedRange(${k.name})", s"[${est.lo}, ${est.hi}] (${est.passing} of " +
           s"${est.rowGroups} row groups of the other side may pass its filters)") +:
           ts.map { case (t, share) =>
@@ -353,10 +358,15 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       val maxWait =
         if (unbounded.isEmpty) s"${HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT(conf)} ms"
         else s"none: ${BoundFallback.waitsUnbounded(unbounded)}"
+      val inValues = perKey.map(_._4.values.map(_._2)).distinct match {
+        case Seq(Some(n)) => s"the min/max and up to $n distinct values"
+        case Seq(None) => "the min/max"
+        case _ => "the min/max (and the distinct values where the key type allows)"
+      }
       val numbers = Seq[(String, Any)]("otherSideEstimatedBytes" -> p.smallBytes,
         "prunedScansEstimatedBytes" -> p.bigBytes, "maxWait" -> maxWait) ++ ranges
       val smallKeys = p.keys.map(_._1.smallKey.sql).distinct.mkString(", ")
-      fired(candidate, s"the ${p.sideName} side gets the run-time min/max of $smallKeys " +
+      fired(candidate, s"the ${p.sideName} side gets $inValues of $smallKeys " +
         "(computed as the query runs, before the scan reads) in " +
         p.keys.flatMap(_._3.map(_._1.describe)).distinct.mkString(", ") +
         (if (p.valueSetSide.leftOut.isEmpty) "" else "; the value set leaves out the side's " +
@@ -384,6 +394,12 @@ object RuntimeValueSetPushdown {
   /** The names of the two bounds' columns: the lower bound's, then the upper bound's. */
   val BoundNames: Seq[String] = Seq("value_set_min", "value_set_max")
 
+  /** The name of the distinct keys' column ([[ValueSetDistinctKeys]]). */
+  val ValuesName = "value_set_values"
+
+  /** The name of one value read from the distinct keys ([[ValueSetElementExec]]). */
+  val ValueName = "value_set_value"
+
   /**
    * The metadata key that marks a bound's column, with the bound's name as its value. A scan's
    * value set is found by it once planned ([[RuntimeValueSetWait]], [[RuntimeValueSetReport]]):
@@ -391,12 +407,24 @@ object RuntimeValueSetPushdown {
    */
   private val BoundMarker = "hiveJoinOpts.runtimeValueSetBound"
 
-  /** Of the output of a bound's subquery: whether it is the lower bound (`None`: not a bound). */
-  def isLowerBound(output: Seq[Attribute]): Option[Boolean] = output match {
-    case Seq(a) if a.metadata.contains(BoundMarker) =>
-      Some(a.metadata.getString(BoundMarker) == BoundNames.head)
+  /** The value set part a subquery's output is, by its marker. */
+  private def part(output: Seq[Attribute]): Option[String] = output match {
+    case Seq(a) if a.metadata.contains(BoundMarker) => Some(a.metadata.getString(BoundMarker))
     case _ => None
   }
+
+  /** Of the output of a bound's subquery: whether it is the lower bound (`None`: not a bound). */
+  def isLowerBound(output: Seq[Attribute]): Option[Boolean] =
+    part(output).filter(BoundNames.contains).map(_ == BoundNames.head)
+
+  /** Whether a subquery's output is a side's distinct keys. */
+  def isValues(output: Seq[Attribute]): Boolean = part(output).contains(ValuesName)
+
+  /** Whether a subquery's output is any part of a value set: a bound, the keys or one of them. */
+  def isValueSetPart(output: Seq[Attribute]): Boolean = part(output).isDefined
+
+  /** The metadata of a value set part's column named `name`. */
+  def marker(name: String): Metadata = new MetadataBuilder().putString(BoundMarker, name).build()
 
   /**
    * The bounds of a side without a key: a lower bound above the upper one, so that the range
@@ -420,32 +448,74 @@ object RuntimeValueSetPushdown {
       case _ => None
     }
 
+  /** The disjunction of `conditions`, as a balanced tree: its depth grows as their log. */
+  private[mapjoinpruning] def anyOf(conditions: Seq[Expression]): Expression =
+    if (conditions.size == 1) conditions.head
+    else {
+      val (first, second) = conditions.splitAt(conditions.size / 2)
+      Or(anyOf(first), anyOf(second))
+    }
+
   /** Marks a join or IN filter the rule has decided on, so that another run leaves it. */
   val Decided: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.runtimeValueSet")
 
   /**
-   * The minimum and maximum of `key` over `side`, as two scalar subqueries over one aggregate of
-   * the side's key: Spark runs that aggregate once (the subqueries share its plan, merged or
-   * reused) and each subquery stays a plain scalar subquery, which is what the file scan turns
-   * into a pushed filter (a subquery merged into a struct of both would not be). The `LIMIT 1`
-   * over each keeps Spark from merging the two into one struct.
+   * The value set of `key` over `side`: its minimum and maximum, and where `maxInValues` is
+   * positive and the key type has fallbacks, its distinct keys ([[ValueSetDistinctKeys]]); as
+   * scalar subqueries over one aggregate of the side's key: Spark runs that aggregate once (the
+   * subqueries share its plan, merged or reused) and each subquery stays a plain scalar
+   * subquery, which is what the file scan turns into a pushed filter (a subquery merged into a
+   * struct of both would not be). The `LIMIT 1` over each keeps Spark from merging them into one
+   * struct.
    */
-  private[mapjoinpruning] def bounds(key: Expression, side: LogicalPlan)
-      : (Expression, Expression) = {
+  private[mapjoinpruning] def valueSet(key: Expression, side: LogicalPlan, maxInValues: Int)
+      : ValueSetSubqueries = {
     // Pruned as the optimizer would: the side's scans read only the key's and filters' columns.
     val projected = ColumnPruning(Project(Seq(Alias(key, "value_set_key")()), side))
     val k: Attribute = projected.output.head
-    def marked(e: Expression, name: String) = Alias(e, name)(
-      explicitMetadata = Some(new MetadataBuilder().putString(BoundMarker, name).build()))
+    def marked(e: Expression, name: String) = Alias(e, name)(explicitMetadata = Some(marker(name)))
     // A side without a key gives no minimum: the bounds become a range that holds no value.
     val (min, max) = (Min(k).toAggregateExpression(), Max(k).toAggregateExpression())
     val (lo, hi) = emptyRange(k.dataType).map { case (l, h) =>
       (Coalesce(Seq(min, l)), Coalesce(Seq(max, h)))
     }.getOrElse((min, max))
-    val minMax = Aggregate(Nil, Seq(marked(lo, BoundNames(0)), marked(hi, BoundNames(1))),
-      projected)
-    def bound(i: Int) =
-      ScalarSubquery(Limit(Literal(1), Project(Seq(minMax.output(i)), minMax)))
-    (bound(0), bound(1))
+    val distinct = (BoundFallback.of(k.dataType, lower = true),
+        BoundFallback.of(k.dataType, lower = false)) match {
+      case (Some(below), Some(above)) if maxInValues > 0 =>
+        Some(marked(ValueSetDistinctKeys(k, maxInValues, below.value, above.value)
+          .toAggregateExpression(), ValuesName))
+      case _ => None
+    }
+    val aggregate = Aggregate(Nil,
+      Seq(marked(lo, BoundNames(0)), marked(hi, BoundNames(1))) ++ distinct, projected)
+    def subquery(i: Int) =
+      ScalarSubquery(Limit(Literal(1), Project(Seq(aggregate.output(i)), aggregate)))
+    ValueSetSubqueries(subquery(0), subquery(1),
+      distinct.map(_ => subquery(2) -> maxInValues))
+  }
+}
+
+/**
+ * A value set's subqueries: the bounds of its key, and its distinct keys with their list's
+ * length, where it has them.
+ */
+private[mapjoinpruning] final case class ValueSetSubqueries(
+    lo: Expression, hi: Expression, values: Option[(Expression, Int)]) {
+
+  /**
+   * The filter they put on `column`: its range, and where there are distinct keys,
+   * `column = v1 OR ... OR column = vn OR column >= least`, which passes only the listed keys
+   * when the side had few, and every key when it had too many or its wait gave up
+   * ([[ValueSetDistinctKeys]]). Equalities, not `IN`: Spark describes a scan's pushed filters
+   * with each subquery as a string literal, which an `IN` on a date or decimal column fails to
+   * convert; an equality takes the literal's own type.
+   */
+  def filter(column: Expression): Expression = {
+    val range = BoundFallback.range(column, lo, hi)
+    values.map { case (keys, n) =>
+      def at(position: Int) = ElementAt(keys, Literal(position))
+      And(range, RuntimeValueSetPushdown.anyOf(
+        (2 to n + 1).map(p => EqualTo(column, at(p))) :+ BoundFallback.atLeast(column, at(1))))
+    }.getOrElse(range)
   }
 }

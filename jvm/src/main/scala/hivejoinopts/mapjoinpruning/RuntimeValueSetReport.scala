@@ -37,13 +37,34 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
     }).distinct
 
   /**
-   * Of an unpartitioned Parquet or ORC scan whose value set is on one data column: how many of
-   * its row groups (ORC: stripes) the range lets through by their statistics, and how many it
-   * has. The footers are read on the driver, within map-join pruning's file limit and time
-   * budget.
+   * The side's distinct keys a scan got ([[ValueSetDistinctKeys]]), if it got a list: `Some(Nil)`
+   * where the side had more than the list takes, or its wait gave up.
    */
-  private def rowGroupsRead(scan: FileSourceScanExec, lo: Option[Any], hi: Option[Any])
-      : Option[(Int, Int)] = {
+  private def distinctKeys(scan: FileSourceScanExec): Option[Seq[Any]] =
+    scan.dataFilters.flatMap(_.collect {
+      case s: ScalarSubquery => s.plan match {
+        case e: ValueSetElementExec => Some(e)
+        case r: ReusedSubqueryExec => Some(r.child).collect { case e: ValueSetElementExec => e }
+        case _ => None
+      }
+    }.flatten).headOption.map { e =>
+      Try(e.child.executeCollect().head).toOption.filter(!_.isNullAt(0)).map { row =>
+        val values = ValueSetDistinctKeys.read(row.getArray(0), e.output.head.dataType)
+        // Every key passes by the first value where the side had more keys than the list.
+        if (BoundFallback.of(e.output.head.dataType, lower = true).exists(_.value == values.head)) {
+          Nil
+        } else values.tail.distinct
+      }.getOrElse(Nil)
+    }
+
+  /**
+   * Of an unpartitioned Parquet or ORC scan whose value set is on one data column: how many of
+   * its row groups (ORC: stripes) the range, or the list of keys, lets through by their
+   * statistics, and how many it has. The footers are read on the driver, within map-join
+   * pruning's file limit and time budget.
+   */
+  private def rowGroupsRead(scan: FileSourceScanExec, lo: Option[Any], hi: Option[Any],
+      keys: Option[Seq[Any]]): Option[(Int, Int)] = {
     val columns = scan.dataFilters.flatMap(_.collect {
       case GreaterThanOrEqual(a: Attribute, s: ScalarSubquery) if isBound(s) => a
     }).distinct
@@ -52,7 +73,7 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
       case (Seq(a), Some(l), Some(h)) if l != null && h != null &&
           FileFooters.readable(scan.relation.fileFormat) =>
         RowGroupOverlap.rowGroupsMayHold(scan.relation.sparkSession, scan.relation, a.name,
-          a.dataType, Kept.Between(l, h),
+          a.dataType, keys.filter(_.nonEmpty).map(Kept.OneOf).getOrElse(Kept.Between(l, h)),
           HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SKIP_FILES_MAX_FILES(conf),
           System.nanoTime() + HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT(conf) * 1000000L)
       case _ => None
@@ -75,13 +96,17 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
     val waits = subqueries.flatMap(s => waited(s.plan))
     val timedOut = waits.filter(_._2).map(_._1).reduceOption(_ max _)
     // A report only: footers that cannot be read leave the count out, never fail explain().
+    val keys = if (empty) None else distinctKeys(scan)
     val rowGroups =
       if (timedOut.isDefined) None
-      else Try(rowGroupsRead(scan, value(true), value(false))).toOption.flatten
+      else Try(rowGroupsRead(scan, value(true), value(false), keys)).toOption.flatten
     def metric(name: String) = scan.metrics.get(name).map(_.value)
     val table = scan.tableIdentifier.map(_.unquotedString)
       .getOrElse(scan.relation.location.rootPaths.map(_.getName).mkString(", "))
     val numbers = Seq("valueSet" -> valueSet) ++
+      keys.map(k => "distinctKeys" -> (if (k.isEmpty) "more than runtime.maxInValues (or " +
+        "given up): the range alone" else k.map(String.valueOf).mkString(s"${k.size}: [", ", ",
+        "]"))) ++
       collectMs.map("valueSetMs" -> _.toString) ++
       waits.map(_._1).reduceOption(_ max _).map("waitedMs" -> _.toString) ++
       timedOut.map(ms => "timedOut" -> (s"after $ms ms (runtime.maxWait): the scan read " +

@@ -1,6 +1,9 @@
 package hivejoinopts.mapjoinpruning
 
+import scala.collection.mutable
+
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{ElementAt, ExprId, Expression, Literal, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.physical.SinglePartition
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
@@ -8,6 +11,7 @@ import org.apache.spark.sql.execution.{BaseSubqueryExec, ColumnarRule, ExecSubqu
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
 import org.apache.spark.sql.execution.exchange.{Exchange, ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.hivejoinopts.Flag
+import org.apache.spark.sql.types.IntegerType
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
@@ -33,6 +37,10 @@ import hivejoinopts.rules.HiveJoinOptsPhysicalRule
  * (`shufflesItsSide`: a side that is a join shuffles as the query's own plan of it does); the
  * latter's jobs are cancelled only if the query ends before them.
  *
+ * A side's list of distinct keys is waited for the same way, once for the whole list: each
+ * value read from it becomes a subquery of its own over the one wait ([[ValueSetElementExec]]),
+ * and a list given up on passes every key.
+ *
  * It runs on the physical plan once its subqueries are planned: as a query-stage preparation
  * rule with adaptive execution, else before the columnar transitions
  * ([[RuntimeValueSetWaitColumnar]]), and before Spark's subquery reuse, which then shares one
@@ -51,34 +59,48 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
   override protected def rewrite(plan: SparkPlan): SparkPlan = {
     val maxWaitMs = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT(conf)
     lazy val otherParts = RuntimeValueSetWait.parts(plan, outsideBounds = true).toSet
+    // The distinct keys' subqueries, each waited for once by every value read from it.
+    val waitedKeys = mutable.Map.empty[ExprId, BaseSubqueryExec]
+
+    /** `s`'s plan collected within the deadline, else `fallback`; and what happens to its jobs. */
+    def waited(s: ScalarSubquery, what: String, fallback: Any, deadline: WaitDeadline)
+        : BaseSubqueryExec = {
+      def tagged(sub: SubqueryExec, cancelOnTimeOut: Boolean) = sub.withNewChildren(
+        Seq(ValueSetJobsExec(sub.child, cancelOnTimeOut))).asInstanceOf[BaseSubqueryExec]
+      val (collected, cancels) = s.plan match {
+        case _ if RuntimeValueSetWait.sharesWork(s.plan, otherParts) =>
+          (s.plan, "its jobs run on, as another part of the query shares their work")
+        case sub: SubqueryExec if RuntimeValueSetWait.shufflesItsSide(sub) =>
+          (tagged(sub, cancelOnTimeOut = false), "its jobs run on until the query " +
+            "ends, as the side's own shuffles may serve the query too")
+        case sub: SubqueryExec =>
+          (tagged(sub, cancelOnTimeOut = true), "its jobs are cancelled")
+        case other => (other, "its jobs run on")
+      }
+      // One decision per subquery: its copies in a scan and a filter share the expression id.
+      fired(s"$what ${s.plan.output.head.name} (scalar-subquery#${s.exprId.id})",
+        s"waited for at most $maxWaitMs ms (runtime.maxWait), then the scan reads as without " +
+          s"it and $cancels")
+      ValueSetWaitExec(collected, maxWaitMs, fallback)(deadline)
+    }
+
     // Only where a subquery is: this runs on every plan Spark prepares.
     plan.transformUpWithPruning(_.containsPattern(PLAN_EXPRESSION)) { case node =>
       // The bounds of one node share one deadline: the node waits at most maxWait in all.
       val deadline = new WaitDeadline(maxWaitMs)
       node.transformExpressionsWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
+        case RuntimeValueSetWait.DistinctKey(s, position) =>
+          // A keys' subquery given up on reads as NULL: each value then passes every key.
+          val keys = waitedKeys.getOrElseUpdate(s.exprId,
+            waited(s, "distinct keys", null, deadline))
+          ScalarSubquery(ValueSetElementExec(keys, position), NamedExpression.newExprId)
         case s: ScalarSubquery if !RuntimeValueSetWait.waits(s.plan) =>
           RuntimeValueSetPushdown.isLowerBound(s.plan.output).map { lower =>
-            // One decision per bound: its copies in a scan and a filter share the expression id.
-            val candidate = s"bound ${s.plan.output.head.name} (scalar-subquery#${s.exprId.id})"
             BoundFallback.of(s.dataType, lower).map(_.value) match {
-              case Some(fallback) =>
-                def tagged(sub: SubqueryExec, cancelOnTimeOut: Boolean) = sub.withNewChildren(
-                  Seq(ValueSetJobsExec(sub.child, cancelOnTimeOut))).asInstanceOf[BaseSubqueryExec]
-                val (collected, cancels) = s.plan match {
-                  case _ if RuntimeValueSetWait.sharesWork(s.plan, otherParts) =>
-                    (s.plan, "its jobs run on, as another part of the query shares their work")
-                  case sub: SubqueryExec if RuntimeValueSetWait.shufflesItsSide(sub) =>
-                    (tagged(sub, cancelOnTimeOut = false), "its jobs run on until the query " +
-                      "ends, as the side's own shuffles may serve the query too")
-                  case sub: SubqueryExec =>
-                    (tagged(sub, cancelOnTimeOut = true), "its jobs are cancelled")
-                  case other => (other, "its jobs run on")
-                }
-                fired(candidate, s"waited for at most $maxWaitMs ms (runtime.maxWait), then " +
-                  s"the scan reads as without it and $cancels")
-                s.withNewPlan(ValueSetWaitExec(collected, maxWaitMs, fallback)(deadline))
+              case Some(fallback) => s.withNewPlan(waited(s, "bound", fallback, deadline))
               case None =>
-                skipped(candidate, BoundFallback.waitsUnbounded(Seq(s.dataType)))
+                skipped(s"bound ${s.plan.output.head.name} (scalar-subquery#${s.exprId.id})",
+                  BoundFallback.waitsUnbounded(Seq(s.dataType)))
                 s
             }
           }.getOrElse(s)
@@ -88,6 +110,18 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
 }
 
 object RuntimeValueSetWait {
+  /** A value read from a side's distinct keys: their subquery and the value's position. */
+  private object DistinctKey {
+    def unapply(e: Expression): Option[(ScalarSubquery, Int)] = e match {
+      case at: ElementAt => (at.left, at.right) match {
+        case (s: ScalarSubquery, Literal(position: Int, IntegerType))
+            if RuntimeValueSetPushdown.isValues(s.plan.output) => Some((s, position))
+        case _ => None
+      }
+      case _ => None
+    }
+  }
+
   /** Whether `plan` already waits at most maxWait (itself, or the subquery a reuse points to). */
   private[mapjoinpruning] def waits(plan: BaseSubqueryExec): Boolean = plan match {
     case _: ValueSetWaitExec => true
@@ -136,7 +170,7 @@ object RuntimeValueSetWait {
    */
   private[mapjoinpruning] def parts(plan: SparkPlan, outsideBounds: Boolean): Seq[SparkPlan] = {
     val plans = withSubqueries(plan, skip = p =>
-      outsideBounds && RuntimeValueSetPushdown.isLowerBound(p.output).isDefined)
+      outsideBounds && RuntimeValueSetPushdown.isValueSetPart(p.output))
     plans.tail.map(_.canonicalized) ++
       plans.flatMap(nodes(_).collect { case e: Exchange => e.canonicalized })
   }

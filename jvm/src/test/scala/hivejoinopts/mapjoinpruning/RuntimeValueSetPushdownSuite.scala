@@ -123,6 +123,42 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
+  test("a few keys spread over the range: their IN list skips the row groups between them") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    val maxInValues = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_IN_VALUES.key
+    for ((keyType, adaptive) <- Seq("bigint" -> "true", "bigint" -> "false", "date" -> "true",
+        "string" -> "true")) {
+      // Months 5 to 9 bound the side's ids to 5000..9999 (the cost check's estimate); of them
+      // it keeps five (every 1000th), or fifty (every 100th: over the list's 32).
+      val number = keyType match {
+        case "date" => "datediff(id, DATE'2000-01-01')"
+        case "string" => "CAST(id AS BIGINT)"
+        case _ => "id"
+      }
+      def query(every: Int) = "SELECT count(*), sum(v) FROM items JOIN orders ON o = id " +
+        s"WHERE month BETWEEN 5 AND 9 AND $number % $every = 0"
+      withOrders(keyType = keyType) {
+        withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive) {
+          def read(every: Int, list: Int): Long = {
+            var rows = 0L
+            withSQLConf(maxInValues -> list.toString) {
+              rows = rowsRead(itemsScan(offAndOn(sql(query(every)))._2))
+            }
+            rows
+          }
+          val (listed, ranged) = (read(1000, 32), read(1000, 0))
+          assert(ranged > items / 10 && listed * 4 < ranged, (keyType, adaptive, listed, ranged))
+          val Seq(d) = valueSetReports(sql(query(1000)))
+          assert(d.numbers.toMap.get("distinctKeys").exists(_.startsWith("5: [")), d)
+          // Fifty keys: over the list, which then passes every key in the range.
+          assert(read(100, 32) == read(100, 0), (keyType, adaptive))
+          val Seq(over) = valueSetReports(sql(query(100)))
+          assert(over.numbers.toMap.get("distinctKeys").exists(_.startsWith("more than")), over)
+        }
+      }
+    }
+  }
+
   test("explain(execute = true) shows the value set each scan got and what it read") {
     assume(SparkShims.scanPushesScalarSubqueries)
     withOrders() {
@@ -315,13 +351,16 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     val join = "SELECT count(*), sum(v) FROM items JOIN orders ON items.o = orders.id " +
       "WHERE orders.month = 7"
     // The user's subquery computes the value set's own aggregate over the same side: Spark
-    // merges the two into one subquery, which the user's filter reuses.
+    // merges the two into one subquery, which the user's filter reuses. (Not with the list of
+    // distinct keys, whose aggregate Spark plans otherwise than a min/max, and then does not
+    // merge: the value set is then its own.)
     def shared = sql(s"$join AND items.v >= (SELECT min(k) + max(k) - 1000000 FROM " +
       "(SELECT id AS k FROM orders WHERE month = 7 AND id IS NOT NULL))")
     withOrders() {
       for (adaptive <- Seq("true", "false")) {
         withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
             SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
+            HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_IN_VALUES.key -> "0",
             HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
           assert(cancellable(sql(join)).nonEmpty && cancellable(sql(join)).forall(identity))
           /** Same answer; no bound of `df` cancellable, each wait decision giving `why`. */
