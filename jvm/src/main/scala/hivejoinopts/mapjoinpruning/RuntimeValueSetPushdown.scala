@@ -3,7 +3,7 @@ package hivejoinopts.mapjoinpruning
 import scala.util.Try
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Coalesce, ElementAt, EqualTo, Expression, InSubquery, Literal, Or, ScalarSubquery}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Coalesce, Expression, InSubquery, IsNotNull, Literal, ScalarSubquery}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Max, Min}
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight, ColumnPruning}
 import org.apache.spark.sql.catalyst.plans.logical._
@@ -49,11 +49,12 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * once: Spark's exchange reuse shares what it can with the join's own plan of that side.
  *
  * '''The list of keys.''' The same aggregate collects the side's distinct keys, up to
- * `runtime.maxInValues` ([[ValueSetDistinctKeys]]), and the filter adds
- * `(l_orderkey = v1 OR ... OR l_orderkey = vn OR l_orderkey >= least)`, each value a scalar
- * subquery of its own (all read one collect: [[ValueSetElementExec]]), so that the reader also
- * skips the row groups inside the range that hold none of the keys. A side with more keys sets
- * `least` to a value every key passes: the range alone then prunes.
+ * `runtime.maxInValues` ([[ValueSetDistinctKeys]]), and the filter adds them
+ * ([[ValueSetKeysFilter]]), which the scan gets as `l_orderkey >= least OR l_orderkey = v1 OR
+ * ... OR l_orderkey = vn`, each value a scalar subquery of its own (all read one collect:
+ * [[ValueSetElementExec]]), so that the reader also skips the row groups inside the range that
+ * hold none of the keys. A side with more keys sets `least` to a value every key passes: the
+ * range alone then prunes.
  *
  * '''The cost check.''' A scan waits for the value set (at most `runtime.maxWait`:
  * [[RuntimeValueSetWait]]; a bound given up on passes every row, on date and string keys through
@@ -334,11 +335,27 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         case _ => None
       }
 
+    /**
+     * Whether a side may hold few of the keys in its range, so that a list of them may skip
+     * more than the range: it filters on what the footers cannot judge (Spark's inferred
+     * `IS NOT NULL` aside), or joins. Where the footers judge every filter, the side holds every
+     * key of the rows they pass, which fill the range; collecting a list there would only cost
+     * (the list's aggregate is one Spark cannot compile into the scan's code).
+     */
+    private def keysMayBeFew(side: LogicalPlan): Boolean = side.exists {
+      case _: Join => true
+      case Filter(condition, _) => splitConjunctivePredicates(condition).exists(c =>
+        !c.isInstanceOf[IsNotNull] && !FilteredKeyRange.judges(c))
+      case _ => false
+    }
+
     /** The pruned side, its scans under the range filters; logs the decision. */
     private def applied(candidate: String, p: RuntimePlan): LogicalPlan = {
+      val maxInValues = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_IN_VALUES(conf)
+      val listed = maxInValues > 0 && keysMayBeFew(p.valueSetSide.plan)
       val perKey = p.keys.map { case (k, est, targets) =>
         (k, est, targets, RuntimeValueSetPushdown.valueSet(k.smallKey, p.valueSetSide.plan,
-          HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_IN_VALUES(conf)))
+          if (listed) maxInValues else 0))
       }
       var big = p.big
       perKey.foreach { case (k, _, targets, valueSet) =>
@@ -360,6 +377,8 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         else s"none: ${BoundFallback.waitsUnbounded(unbounded)}"
       val inValues = perKey.map(_._4.values.map(_._2)).distinct match {
         case Seq(Some(n)) => s"the min/max and up to $n distinct values"
+        case _ if maxInValues > 0 && !listed => "the min/max (no list of its keys: the footers " +
+          "judge every filter of the side, so its keys fill their range)"
         case Seq(None) => "the min/max"
         case _ => "the min/max (and the distinct values where the key type allows)"
       }
@@ -448,14 +467,6 @@ object RuntimeValueSetPushdown {
       case _ => None
     }
 
-  /** The disjunction of `conditions`, as a balanced tree: its depth grows as their log. */
-  private[mapjoinpruning] def anyOf(conditions: Seq[Expression]): Expression =
-    if (conditions.size == 1) conditions.head
-    else {
-      val (first, second) = conditions.splitAt(conditions.size / 2)
-      Or(anyOf(first), anyOf(second))
-    }
-
   /** Marks a join or IN filter the rule has decided on, so that another run leaves it. */
   val Decided: TreeNodeTag[Unit] = TreeNodeTag[Unit]("hiveJoinOpts.runtimeValueSet")
 
@@ -503,19 +514,13 @@ private[mapjoinpruning] final case class ValueSetSubqueries(
     lo: Expression, hi: Expression, values: Option[(Expression, Int)]) {
 
   /**
-   * The filter they put on `column`: its range, and where there are distinct keys,
-   * `column = v1 OR ... OR column = vn OR column >= least`, which passes only the listed keys
-   * when the side had few, and every key when it had too many or its wait gave up
-   * ([[ValueSetDistinctKeys]]). Equalities, not `IN`: Spark describes a scan's pushed filters
-   * with each subquery as a string literal, which an `IN` on a date or decimal column fails to
-   * convert; an equality takes the literal's own type.
+   * The filter they put on `column`: its range, and where there are distinct keys, the keys
+   * ([[ValueSetKeysFilter]]): only the listed keys pass where the side had few, every key where
+   * it had too many or its wait gave up.
    */
   def filter(column: Expression): Expression = {
     val range = BoundFallback.range(column, lo, hi)
-    values.map { case (keys, n) =>
-      def at(position: Int) = ElementAt(keys, Literal(position))
-      And(range, RuntimeValueSetPushdown.anyOf(
-        (2 to n + 1).map(p => EqualTo(column, at(p))) :+ BoundFallback.atLeast(column, at(1))))
-    }.getOrElse(range)
+    values.map { case (keys, n) => And(range, ValueSetKeysFilter(column, keys, n)) }
+      .getOrElse(range)
   }
 }

@@ -3,15 +3,14 @@ package hivejoinopts.mapjoinpruning
 import scala.collection.mutable
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{ElementAt, ExprId, Expression, Literal, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{ExprId, Literal, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.physical.SinglePartition
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
-import org.apache.spark.sql.execution.{BaseSubqueryExec, ColumnarRule, ExecSubqueryExpression, ReusedSubqueryExec, ScalarSubquery, SparkPlan, SubqueryExec}
+import org.apache.spark.sql.execution.{BaseSubqueryExec, ColumnarRule, FileSourceScanExec, ExecSubqueryExpression, ReusedSubqueryExec, ScalarSubquery, SparkPlan, SubqueryExec}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
 import org.apache.spark.sql.execution.exchange.{Exchange, ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.hivejoinopts.Flag
-import org.apache.spark.sql.types.IntegerType
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
@@ -89,11 +88,20 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
       // The bounds of one node share one deadline: the node waits at most maxWait in all.
       val deadline = new WaitDeadline(maxWaitMs)
       node.transformExpressionsWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
-        case RuntimeValueSetWait.DistinctKey(s, position) =>
-          // A keys' subquery given up on reads as NULL: each value then passes every key.
-          val keys = waitedKeys.getOrElseUpdate(s.exprId,
-            waited(s, "distinct keys", null, deadline))
-          ScalarSubquery(ValueSetElementExec(keys, position), NamedExpression.newExprId)
+        case f @ ValueSetKeysFilter(_, s: ScalarSubquery, _)
+            if RuntimeValueSetPushdown.isValues(s.plan.output) =>
+          node match {
+            case _: FileSourceScanExec =>
+              // A keys' subquery given up on reads as NULL: each value then passes every key.
+              val keys = waitedKeys.getOrElseUpdate(s.exprId,
+                waited(s, "distinct keys", null, deadline))
+              f.pushable(p =>
+                ScalarSubquery(ValueSetElementExec(keys, p), NamedExpression.newExprId))
+            // Above the scan, a row of a kept row group that holds none of the keys meets the
+            // join, which compares every key: testing each such row against the list, as the
+            // filter Spark keeps above a scan would, only costs time.
+            case _ => Literal.TrueLiteral
+          }
         case s: ScalarSubquery if !RuntimeValueSetWait.waits(s.plan) =>
           RuntimeValueSetPushdown.isLowerBound(s.plan.output).map { lower =>
             BoundFallback.of(s.dataType, lower).map(_.value) match {
@@ -110,18 +118,6 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
 }
 
 object RuntimeValueSetWait {
-  /** A value read from a side's distinct keys: their subquery and the value's position. */
-  private object DistinctKey {
-    def unapply(e: Expression): Option[(ScalarSubquery, Int)] = e match {
-      case at: ElementAt => (at.left, at.right) match {
-        case (s: ScalarSubquery, Literal(position: Int, IntegerType))
-            if RuntimeValueSetPushdown.isValues(s.plan.output) => Some((s, position))
-        case _ => None
-      }
-      case _ => None
-    }
-  }
-
   /** Whether `plan` already waits at most maxWait (itself, or the subquery a reuse points to). */
   private[mapjoinpruning] def waits(plan: BaseSubqueryExec): Boolean = plan match {
     case _: ValueSetWaitExec => true

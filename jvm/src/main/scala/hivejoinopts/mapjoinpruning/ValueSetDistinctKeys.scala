@@ -1,11 +1,9 @@
 package hivejoinopts.mapjoinpruning
 
-import java.io.{ByteArrayInputStream, ByteArrayOutputStream, ObjectInputStream, ObjectOutputStream}
-
 import scala.collection.mutable
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.expressions.{Expression, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
 import org.apache.spark.sql.catalyst.trees.UnaryLike
 import org.apache.spark.sql.catalyst.util.{ArrayData, GenericArrayData}
@@ -86,23 +84,22 @@ case class ValueSetDistinctKeys(
     new GenericArrayData(values.toArray)
   }
 
-  override def serialize(buffer: Buffer): Array[Byte] = {
-    val bytes = new ByteArrayOutputStream()
-    val out = new ObjectOutputStream(bytes)
-    out.writeBoolean(buffer.overflowed)
-    out.writeObject(buffer.values.toArray[Any])
-    out.close()
-    bytes.toByteArray
-  }
+  /** A task's values as one array in Spark's binary row format: no Java serialization. */
+  @transient private lazy val toBinary =
+    UnsafeProjection.create(Array[DataType](ArrayType(child.dataType, containsNull = false)))
 
-  override def deserialize(bytes: Array[Byte]): Buffer = {
-    val in = new ObjectInputStream(new ByteArrayInputStream(bytes))
-    try {
-      val overflowed = in.readBoolean()
-      val values = in.readObject().asInstanceOf[Array[Any]]
-      new Buffer(mutable.HashSet(values.toSeq: _*), overflowed)
-    } finally in.close()
-  }
+  override def serialize(buffer: Buffer): Array[Byte] =
+    if (buffer.overflowed) Array.emptyByteArray
+    else toBinary(InternalRow(new GenericArrayData(buffer.values.toArray[Any]))).getBytes
+
+  override def deserialize(bytes: Array[Byte]): Buffer =
+    if (bytes.isEmpty) new Buffer(mutable.HashSet.empty, true)
+    else {
+      val row = new UnsafeRow(1)
+      row.pointTo(bytes, bytes.length)
+      new Buffer(mutable.HashSet(ValueSetDistinctKeys.read(row.getArray(0), child.dataType): _*),
+        false)
+    }
 
   override def withNewMutableAggBufferOffset(offset: Int): ValueSetDistinctKeys =
     copy(mutableAggBufferOffset = offset)
