@@ -201,7 +201,7 @@ HALF_YEAR = "o_orderdate >= DATE'1996-01-01' AND o_orderdate < DATE'1996-06-20'"
 URGENT_BEFORE = ("o_orderpriority = '1-URGENT' AND o_orderdate >= DATE'1994-12-01' "
                  "AND o_orderdate < DATE'1995-03-01'")
 WEEK = "d_date BETWEEN DATE'2024-03-04' AND DATE'2024-03-10'"
-# The biggest orders of three years: some 13 at scale 1, spread over the years' order ids.
+# The biggest orders of three years: 9 at scale 1, spread over the years' order ids.
 BIGGEST_IN_YEARS = ("o_orderdate >= DATE'1993-01-01' AND o_orderdate < DATE'1996-01-01' "
                     "AND o_totalprice > 499990")
 
@@ -299,7 +299,7 @@ SCENARIOS = (
     ),
     _scenario(
         "p7_few_keys",
-        "the line items of the biggest orders of three years (some 13 at scale 1, by a price "
+        "the line items of the biggest orders of three years (9 at scale 1, by a price "
         "the footers cannot judge), clustered: their min/max spans most of the three years, "
         "and the list of the few ids (`runtime.maxInValues`, 32) skips the row groups "
         "between them",
