@@ -707,6 +707,28 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
+  test("a partition column: the list of keys prunes the partitions inside the range") {
+    withOrders(partitioned = true) {
+      // Months 5 to 14 bound the side's `p` to 1..3 (the cost check's estimate); the two ids it
+      // keeps (5000 and 14000) have p = 1 and 3: the range holds 2, the list does not.
+      val q = "SELECT count(*), sum(v) FROM items JOIN orders ON part = orders.p " +
+        "WHERE month BETWEEN 5 AND 14 AND id % 9000 = 5000"
+      withSQLConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
+        def partitions(list: Int): Long = {
+          var read = 0L
+          val maxInValues = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_IN_VALUES.key
+          withSQLConf(maxInValues -> list.toString) {
+            read = scanOf(offAndOn(sql(q))._2, "items").metrics("numPartitions").value
+          }
+          read
+        }
+        val (listed, ranged) = (partitions(32), partitions(0))
+        assert(listed == 2 && ranged == 3, s"$listed with the list, $ranged with the range: " +
+          runtimeDecisions(sql(q)))
+      }
+    }
+  }
+
   test("with the flag off, the plan is Spark's") {
     withOrders() {
       withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_ENABLED.key -> "false") {
