@@ -274,8 +274,8 @@ object HiveJoinOptsConf {
     "A run-time value set also collects the side's distinct keys, up to this many, and the " +
       "scan gets them as well as the range (`key = v1 OR key = v2 ...`: Parquet and ORC skip " +
       "the row groups and stripes whose statistics hold none of them); a side with more keys " +
-      "gives the range alone. Each value is one more comparison for every row the scan " +
-      "passes. 0 collects none.",
+      "gives the range alone. Collected only where the side filters on what its footers " +
+      "cannot judge (else its keys fill the range). 0 collects none.",
     V020, default = 32, n => n >= 0 && n <= 1000, "Must be between 0 and 1000."))
 
   val MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES: Flag[Long] = flag(Flag.bytes(
