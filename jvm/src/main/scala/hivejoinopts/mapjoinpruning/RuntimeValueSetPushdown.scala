@@ -491,13 +491,8 @@ object RuntimeValueSetPushdown {
     val (lo, hi) = emptyRange(k.dataType).map { case (l, h) =>
       (Coalesce(Seq(min, l)), Coalesce(Seq(max, h)))
     }.getOrElse((min, max))
-    val distinct = (BoundFallback.of(k.dataType, lower = true),
-        BoundFallback.of(k.dataType, lower = false)) match {
-      case (Some(below), Some(above)) if maxInValues > 0 =>
-        Some(marked(ValueSetDistinctKeys(k, maxInValues, below.value, above.value)
-          .toAggregateExpression(), ValuesName))
-      case _ => None
-    }
+    val distinct = Some(maxInValues).filter(_ > 0 && ValueSetDistinctKeys.takes(k.dataType))
+      .map(n => marked(ValueSetDistinctKeys(k, n).toAggregateExpression(), ValuesName))
     val aggregate = Aggregate(Nil,
       Seq(marked(lo, BoundNames(0)), marked(hi, BoundNames(1))) ++ distinct, projected)
     def subquery(i: Int) =

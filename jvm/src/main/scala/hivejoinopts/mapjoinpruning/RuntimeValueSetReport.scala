@@ -48,13 +48,9 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
         case _ => None
       }
     }.flatten).headOption.map { e =>
-      Try(e.child.executeCollect().head).toOption.filter(!_.isNullAt(0)).map { row =>
-        val values = ValueSetDistinctKeys.read(row.getArray(0), e.output.head.dataType)
-        // Every key passes by the first value where the side had more keys than the list.
-        if (BoundFallback.of(e.output.head.dataType, lower = true).exists(_.value == values.head)) {
-          Nil
-        } else values.tail.distinct
-      }.getOrElse(Nil)
+      Try(e.child.executeCollect().head).toOption
+        .flatMap(row => ValueSetDistinctKeys.listed(row.getArray(0), e.output.head.dataType))
+        .map(_._2).getOrElse(Nil)
     }
 
   /**

@@ -24,18 +24,20 @@ import org.apache.spark.unsafe.types.UTF8String
  *  - positions 2 to `maxValues + 1` are the list: the side's keys, the first one repeated to
  *    fill it; `below` when there were too many, `above` when there were none.
  * `below` and `above` are the key type's fallbacks ([[BoundFallback]]), which a pushed filter
- * carries exactly.
+ * carries exactly: a key type without them gets no list.
  */
 case class ValueSetDistinctKeys(
     child: Expression,
     maxValues: Int,
-    below: Any,
-    above: Any,
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
   extends TypedImperativeAggregate[ValueSetDistinctKeys.Buffer] with UnaryLike[Expression] {
 
   import ValueSetDistinctKeys.Buffer
+
+  private lazy val below = ValueSetDistinctKeys.passingEvery(child.dataType)
+
+  private lazy val above = BoundFallback.of(child.dataType, lower = false).get.value
 
   override def prettyName: String = "value_set_distinct_keys"
 
@@ -115,7 +117,25 @@ object ValueSetDistinctKeys {
   /** A task's distinct keys so far, or none once it has seen too many (`overflowed`). */
   final class Buffer(val values: mutable.HashSet[Any], var overflowed: Boolean)
 
+  /** Whether a key type has the fallbacks a list is made of. */
+  def takes(dataType: DataType): Boolean =
+    Seq(true, false).forall(BoundFallback.of(dataType, _).isDefined)
+
+  /**
+   * The value every key passes by as a list's least value: where the side had more keys than
+   * the list takes, and for each value of a list given up on.
+   */
+  def passingEvery(dataType: DataType): Any = BoundFallback.of(dataType, lower = true).get.value
+
   /** The values of an evaluated [[ValueSetDistinctKeys]]: its lower limit, then its list. */
   def read(result: ArrayData, elementType: DataType): Seq[Any] =
     (0 until result.numElements()).map(result.get(_, elementType))
+
+  /**
+   * Of an evaluated [[ValueSetDistinctKeys]] (NULL: given up on), the least value a key passes by
+   * without being listed and the listed keys; `None` where every key passes.
+   */
+  def listed(result: ArrayData, elementType: DataType): Option[(Any, Seq[Any])] =
+    Option(result).map(read(_, elementType)).filter(_.head != passingEvery(elementType))
+      .map(values => (values.head, values.tail.distinct))
 }

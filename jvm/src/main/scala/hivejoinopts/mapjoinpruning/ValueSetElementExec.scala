@@ -29,7 +29,7 @@ case class ValueSetElementExec(child: BaseSubqueryExec, position: Int)
   override def executeCollect(): Array[InternalRow] = {
     val keys = child.executeCollect().head
     val value =
-      if (keys.isNullAt(0)) BoundFallback.of(elementType, lower = true).get.value
+      if (keys.isNullAt(0)) ValueSetDistinctKeys.passingEvery(elementType)
       else keys.getArray(0).get(position - 1, elementType)
     Array(new GenericInternalRow(Array[Any](value)))
   }

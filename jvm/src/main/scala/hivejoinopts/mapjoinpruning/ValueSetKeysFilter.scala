@@ -25,18 +25,13 @@ case class ValueSetKeysFilter(column: Expression, keys: Expression, n: Int)
 
   private lazy val ordering = TypeUtils.getInterpretedOrdering(column.dataType)
 
-  private lazy val passesAll =
-    BoundFallback.of(column.dataType, lower = true).map(_.value).orNull
-
   override def eval(input: InternalRow): Any = {
     val c = column.eval(input)
     val list = keys.eval(input).asInstanceOf[ArrayData]
     if (list == null) true
     else if (c == null) null
-    else {
-      val values = ValueSetDistinctKeys.read(list, column.dataType)
-      values.head == passesAll || ordering.gteq(c, values.head) ||
-        values.tail.exists(ordering.equiv(c, _))
+    else ValueSetDistinctKeys.listed(list, column.dataType).forall { case (least, listed) =>
+      ordering.gteq(c, least) || listed.exists(ordering.equiv(c, _))
     }
   }
 

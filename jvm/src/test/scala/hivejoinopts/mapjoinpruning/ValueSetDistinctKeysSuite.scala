@@ -23,10 +23,8 @@ private case class CollectedSubqueryExec(child: SparkPlan, row: InternalRow)
 /** The bounded distinct keys of a run-time value set, and one value read from them. */
 class ValueSetDistinctKeysSuite extends AnyFunSuite {
 
-  private def keys(dataType: DataType, maxValues: Int) = ValueSetDistinctKeys(
-    BoundReference(0, dataType, nullable = true), maxValues,
-    BoundFallback.of(dataType, lower = true).get.value,
-    BoundFallback.of(dataType, lower = false).get.value)
+  private def keys(dataType: DataType, maxValues: Int) =
+    ValueSetDistinctKeys(BoundReference(0, dataType, nullable = true), maxValues)
 
   /** Two tasks' buffers of `values` each, shipped and merged as Spark does; the result. */
   private def run(agg: ValueSetDistinctKeys, tasks: Seq[Seq[Any]]): Seq[Any] = {
