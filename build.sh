@@ -202,6 +202,29 @@ check_line() {
    "$venv/bin/python" -m pytest -p no:cacheprovider -q -m "line or wheel_install" tests)
 }
 
+# ScalaTest under Maven for one profile. When a test fails, its name and message are printed
+# again last, where the tail of a long log shows them.
+scalatest() {
+  local profile=$1 started
+  started=$(mktemp)
+  if "${MVN[@]}" test "-P$profile"; then rm -f "$started"; return; fi
+  say "ScalaTest failed; the failed tests:"
+  "$PYTHON" - "$ROOT/jvm/target" "$started" <<'EOF'
+import os, sys, xml.etree.ElementTree as ET
+from pathlib import Path
+since = os.path.getmtime(sys.argv[2])
+for report in sorted(Path(sys.argv[1]).glob("*/surefire-reports/TEST-*.xml")):
+    if report.stat().st_mtime < since:
+        continue
+    for case in ET.parse(report).getroot().iter("testcase"):
+        for bad in case.findall("failure") + case.findall("error"):
+            message = (bad.get("message") or bad.text or "").strip()
+            print(f"  {case.get('classname')}: {case.get('name')}\n    {message[:1500]}")
+EOF
+  rm -f "$started"
+  die "ScalaTest failed (profile $profile): the tests above"
+}
+
 run_tests() {
   local line=$DEFAULT_LINE
   if [ "${1:-}" = "--spark" ]; then
@@ -214,7 +237,7 @@ run_tests() {
   profile=$(profile_for "$line")
   if [ "$line" = "$DEFAULT_LINE" ]; then
     say "ScalaTest (Maven, Spark $line)"
-    "${MVN[@]}" test "-P$profile"
+    scalatest "$profile"
     say "pytest (Spark $line)"
     "$VENV/bin/python" -m pytest "${TEST_SIZES[@]}" "$@"
     build_wheel
@@ -229,7 +252,7 @@ run_tests() {
     "$venv/bin/python" -m pip install --quiet -e ".[test,bench]"
     if [ "$(sed -n "/<id>$profile<\/id>/,/<\/profile>/p" jvm/pom.xml | grep -c "<spark.line>$line</spark.line>")" = 1 ]; then
       say "ScalaTest (Maven, Spark $line)"
-      "${MVN[@]}" test "-P$profile"
+      scalatest "$profile"
     else
       say "no ScalaTest run for Spark $line: Maven Central has no Spark $line; it runs on the $profile JAR"
     fi
