@@ -133,6 +133,8 @@ class Case:
     status: str = "pending"  # same | differ | failed | invalid | too_big
     detail: str = ""
     fired: list[str] = field(default_factory=list)
+    # Whether a run-time value set of the query collects a list of the side's keys.
+    listed: bool = False
     tables: str = ""
     rows: int = 0
 
@@ -159,6 +161,8 @@ class Report:
     empty: int = 0
     # Queries in which both rules of a pair fired: where two rewrites met.
     together: Counter = field(default_factory=Counter)
+    # Queries in which a run-time value set collects a list of keys beside its range.
+    listed: int = 0
 
     def never_fired(self) -> list[str]:
         return [r for r in self.rules if self.fired[r] == 0]
@@ -174,6 +178,8 @@ class Report:
         if self.together:
             lines.append("queries in which two rules fired: " + ", ".join(
                 f"{a} + {b} {n}" for (a, b), n in self.together.most_common(8)))
+        if self.listed:
+            lines.append(f"queries whose run-time value sets collect a list of keys: {self.listed}")
         lines.append(f"{self.empty} of the {self.statuses['same']} equal answers were empty")
         if self.invalid:
             lines.append(f"{len(self.invalid)} queries failed with the extension off too "
@@ -190,6 +196,7 @@ class Report:
             "shapes": dict(self.shapes), "failures": [asdict(c) for c in self.failures],
             "invalid": [asdict(c) for c in self.invalid], "empty": self.empty,
             "together": {f"{a} + {b}": n for (a, b), n in self.together.items()},
+            "listed": self.listed,
         }, indent=2)
 
 
@@ -257,7 +264,9 @@ def run_case(spark, case: Case) -> Case:
         case.status, case.detail = "failed", "with the extension: " + _error(e)
         return case
     finally:
-        case.fired = sorted({d.rule for d in last_decisions(spark) if d.fired})
+        decisions = last_decisions(spark)
+        case.fired = sorted({d.rule for d in decisions if d.fired})
+        case.listed = any(d.fired and "distinctKeysUpTo" in d.numbers for d in decisions)
     diff = difference(off, on)
     case.status, case.detail = ("differ", diff) if diff else ("same", "")
     return case
@@ -288,14 +297,14 @@ def fuzz(
     saved = {k: spark.conf.get(k, None) for k in touched}
     rules = expected_rules(spark)
     statuses, fired, shapes, together = Counter(), Counter(), Counter(), Counter()
-    failures, invalid, empty = [], [], 0
+    failures, invalid, empty, listed = [], [], 0, 0
     indices = [only] if only is not None else list(range(queries))
     start = time.monotonic()
     world, world_index = None, None
 
     def report(ran: int) -> Report:
         return Report(seed, ran, time.monotonic() - start, statuses, fired, shapes, rules,
-                      failures, invalid, empty, together)
+                      failures, invalid, empty, together, listed)
 
     try:
         for key, value in FIXED_SETTINGS.items():
@@ -314,6 +323,7 @@ def fuzz(
             run_case(spark, case)
             statuses[case.status] += 1
             empty += case.status == "same" and case.rows == 0
+            listed += case.listed
             shapes[case.shape] += 1
             fired.update(case.fired)
             together.update((a, b) for i, a in enumerate(case.fired) for b in case.fired[i + 1:]

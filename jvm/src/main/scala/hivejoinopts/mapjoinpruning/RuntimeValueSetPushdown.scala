@@ -383,8 +383,11 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         case Seq(None) => "the min/max"
         case _ => "the min/max (and the distinct values where the key type allows)"
       }
+      // How many keys a list holds at most, where one is collected: the fuzzer counts these.
+      val listedUpTo = perKey.flatMap(_._4.values.map(_._2)).reduceOption(_ max _)
       val numbers = Seq[(String, Any)]("otherSideEstimatedBytes" -> p.smallBytes,
-        "prunedScansEstimatedBytes" -> p.bigBytes, "maxWait" -> maxWait) ++ ranges
+        "prunedScansEstimatedBytes" -> p.bigBytes, "maxWait" -> maxWait) ++
+        listedUpTo.map("distinctKeysUpTo" -> _) ++ ranges
       val smallKeys = p.keys.map(_._1.smallKey.sql).distinct.mkString(", ")
       fired(candidate, s"the ${p.sideName} side gets $inValues of $smallKeys " +
         "(computed as the query runs, before the scan reads) in " +
