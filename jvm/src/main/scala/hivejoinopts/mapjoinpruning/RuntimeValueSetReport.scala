@@ -48,7 +48,7 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
         case _ => None
       }
     }.flatten).headOption.map { e =>
-      Try(e.child.executeCollect().head).toOption
+      Try(e.collectedKeys).toOption
         .flatMap(row => ValueSetDistinctKeys.listed(row.getArray(0), e.output.head.dataType))
         .map(_._2).getOrElse(Nil)
     }

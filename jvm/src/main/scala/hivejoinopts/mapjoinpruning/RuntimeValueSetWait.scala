@@ -59,7 +59,7 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
     val maxWaitMs = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT(conf)
     lazy val otherParts = RuntimeValueSetWait.parts(plan, outsideBounds = true).toSet
     // The distinct keys' subqueries, each waited for once by every value read from it.
-    val waitedKeys = mutable.Map.empty[ExprId, BaseSubqueryExec]
+    val waitedKeys = mutable.Map.empty[ExprId, (BaseSubqueryExec, CollectedOnce)]
 
     /** `s`'s plan collected within the deadline, else `fallback`; and what happens to its jobs. */
     def waited(s: ScalarSubquery, what: String, fallback: Any, deadline: WaitDeadline)
@@ -93,10 +93,10 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
           node match {
             case _: FileSourceScanExec =>
               // A keys' subquery given up on reads as NULL: each value then passes every key.
-              val keys = waitedKeys.getOrElseUpdate(s.exprId,
-                waited(s, "distinct keys", null, deadline))
-              f.pushable(p =>
-                ScalarSubquery(ValueSetElementExec(keys, p), NamedExpression.newExprId))
+              val (keys, once) = waitedKeys.getOrElseUpdate(s.exprId,
+                (waited(s, "distinct keys", null, deadline), new CollectedOnce))
+              f.pushable(p => ScalarSubquery(ValueSetElementExec(
+                if (p == 1) keys else ValueSetKeysRef(keys), p)(once), NamedExpression.newExprId))
             // Above the scan, a row of a kept row group that holds none of the keys meets the
             // join, which compares every key: testing each such row against the list, as the
             // filter Spark keeps above a scan would, only costs time.

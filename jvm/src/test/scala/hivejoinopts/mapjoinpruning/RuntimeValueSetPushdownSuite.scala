@@ -162,6 +162,32 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
+  test("a list of keys costs one collect of the side, however Spark copies its values' plans") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    // Five keys of a filter the footers cannot judge: the value set collects a list, read by
+    // one subquery per value. Without adaptive execution Spark's subquery reuse copies each
+    // value's plan on its own; every copy must still read the one collect.
+    val q = "SELECT count(*), sum(v) FROM items JOIN orders ON o = id " +
+      "WHERE month BETWEEN 5 AND 9 AND id % 1000 = 0"
+    withOrders() {
+      for (adaptive <- Seq("true", "false")) {
+        withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
+            SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
+          val Seq(d) = runtimeDecisions(sql(q))
+          assert(d.fired && d.numbers.toMap.get("distinctKeysUpTo").contains("32"), d)
+          val expected = withExtension(on = false)(sql(q).collect().toSeq)
+          val jobs = new ValueSetJobs(spark)
+          jobs.listen(assert(sql(q).collect().toSeq == expected))
+          // Each collect runs under a tag of its own: a few (the bounds', the list's), not one
+          // per value of the list (33 without adaptive execution before).
+          val ended = jobs.ended()
+          assert(ended.nonEmpty && ended.forall(identity) && jobs.collects() < 8,
+            s"adaptive=$adaptive: ${jobs.collects()} collects, jobs $ended")
+        }
+      }
+    }
+  }
+
   test("explain(execute = true) shows the value set each scan got and what it read") {
     assume(SparkShims.scanPushesScalarSubqueries)
     withOrders() {

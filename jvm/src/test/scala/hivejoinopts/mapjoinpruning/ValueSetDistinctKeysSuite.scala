@@ -73,7 +73,7 @@ class ValueSetDistinctKeysSuite extends AnyFunSuite {
       new GenericInternalRow(Array[Any](42L))))
     val column = BoundColumn(Seq(AttributeReference("value_set_values", agg.dataType)()))
     def element(row: InternalRow, position: Int) =
-      ValueSetElementExec(CollectedSubqueryExec(column, row), position)
+      ValueSetElementExec(CollectedSubqueryExec(column, row), position)(new CollectedOnce)
         .executeCollect().head.getLong(0)
     val row = new GenericInternalRow(Array[Any](data))
     assert(element(row, 1) == Long.MaxValue && element(row, 2) == 42L && element(row, 3) == 42L)

@@ -6,11 +6,14 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
-import org.apache.spark.scheduler.{JobSucceeded, SparkListener, SparkListenerJobEnd, SparkListenerJobStart}
+import org.apache.spark.scheduler.{JobSucceeded, SparkListener, SparkListenerEvent,
+  SparkListenerJobEnd, SparkListenerJobStart}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, GenericInternalRow}
-import org.apache.spark.sql.execution.{BaseSubqueryExec, LeafExecNode, SparkPlan, SubqueryExec, UnaryExecNode}
+import org.apache.spark.sql.execution.{BaseSubqueryExec, LeafExecNode, SQLExecution, SparkPlan,
+  SubqueryExec, UnaryExecNode}
+import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart
 import org.apache.spark.sql.types.LongType
 
 import hivejoinopts.HiveJoinOptsQueryTest
@@ -81,10 +84,30 @@ private case class GatedJobExec(output: Seq[Attribute])(
 private[mapjoinpruning] class ValueSetJobs(session: SparkSession) extends SparkListener {
   private val started = ConcurrentHashMap.newKeySet[Int]()
   private val succeeded = new ConcurrentHashMap[Int, Boolean]()
+  // The queries run while listening: a job of an earlier query's value set that starts late
+  // (its query ended, its gate opened) is not one of theirs. Jobs outside any query count.
+  private val executions = ConcurrentHashMap.newKeySet[String]()
+  // Each tagged job's value-set tags: one tag per collect of a value set's subquery.
+  private val tagsOf = new ConcurrentHashMap[Int, Seq[String]]()
 
-  override def onJobStart(job: SparkListenerJobStart): Unit =
-    if (Option(job.properties).flatMap(p => Option(p.getProperty("spark.job.tags")))
-        .exists(_.contains(ValueSetJobsExec.TagPrefix))) started.add(job.jobId)
+  override def onOtherEvent(event: SparkListenerEvent): Unit = event match {
+    case e: SparkListenerSQLExecutionStart => executions.add(e.executionId.toString)
+    case _ =>
+  }
+
+  override def onJobStart(job: SparkListenerJobStart): Unit = {
+    val properties = Option(job.properties)
+    val tags = properties.flatMap(p => Option(p.getProperty("spark.job.tags")))
+      .toSeq.flatMap(_.split(",")).filter(_.startsWith(ValueSetJobsExec.TagPrefix))
+    val execution = properties.flatMap(p => Option(p.getProperty(SQLExecution.EXECUTION_ID_KEY)))
+    if (tags.nonEmpty && execution.forall(executions.contains)) {
+      started.add(job.jobId)
+      tagsOf.put(job.jobId, tags)
+    }
+  }
+
+  /** How many collects of value sets' subqueries ran jobs: each runs under a tag of its own. */
+  def collects(): Int = tagsOf.values().asScala.flatten.toSet.size
 
   override def onJobEnd(job: SparkListenerJobEnd): Unit =
     if (started.contains(job.jobId)) succeeded.put(job.jobId, job.jobResult == JobSucceeded)
