@@ -3,6 +3,7 @@ package hivejoinopts.log
 import java.lang.ref.WeakReference
 
 import org.apache.spark.sql.{AnalysisException, Row, SparkSession}
+import org.apache.spark.sql.catalyst.QueryPlanningTracker
 
 import hivejoinopts.HiveJoinOptsQueryTest
 import hivejoinopts.compat.SparkShims
@@ -97,10 +98,10 @@ class DecisionsTableSuite extends HiveJoinOptsQueryTest {
   }
 
   test("a closed session's queries go once the JVM has collected the session") {
-    DecisionLog.clear(spark)
-    val (queriesBefore, _) = DecisionLog.footprint
-    val closed = planInANewSession()
-    assert(DecisionLog.footprint._1 == queriesBefore + 1)
+    // Its own query, not the log's size: other sessions' queries go whenever the JVM collects
+    // those sessions.
+    val (closed, query) = planInANewSession()
+    assert(DecisionLog.forQuery(query).isDefined)
     var tries = 0
     while (closed.get() != null && tries < 100) {
       System.gc()
@@ -110,19 +111,24 @@ class DecisionsTableSuite extends HiveJoinOptsQueryTest {
     assert(closed.get() == null, "the session was not collected")
     // Starting a query's record lets go of collected sessions' queries.
     planIn(spark)
-    assert(DecisionLog.footprint._1 <= queriesBefore + 1)
+    assert(DecisionLog.forQuery(query).isEmpty)
   }
 
-  /** Plans the join once in `session` (one query), without running it. */
-  private def planIn(session: SparkSession): Unit = {
+  /** Plans the join once in `session` (one query), without running it; the query's tracker. */
+  private def planIn(session: SparkSession): QueryPlanningTracker = {
     val state = SparkShims.classicSession(session).sessionState
-    state.executePlan(state.sqlParser.parsePlan(joinSql)).optimizedPlan
+    val query = state.executePlan(state.sqlParser.parsePlan(joinSql))
+    query.optimizedPlan
+    query.tracker
   }
 
-  /** Plans the join in a session of its own, and holds that session only weakly. */
-  private def planInANewSession(): WeakReference[SparkSession] = {
+  /**
+   * Plans the join in a session of its own, and holds that session only weakly; the query's
+   * tracker, which holds no session.
+   */
+  private def planInANewSession(): (WeakReference[SparkSession], QueryPlanningTracker) = {
     val session = spark.newSession()
-    planIn(session)
-    new WeakReference(session)
+    val query = planIn(session)
+    (new WeakReference(session), query)
   }
 }
