@@ -376,7 +376,9 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       val maxWait =
         if (unbounded.isEmpty) s"${HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT(conf)} ms"
         else s"none: ${BoundFallback.waitsUnbounded(unbounded)}"
-      val inValues = perKey.map(_._4.values.map(_._2)).distinct match {
+      // Each key's list length, where it collects a list.
+      val listLengths = perKey.map(_._4.values.map(_._2))
+      val inValues = listLengths.distinct match {
         case Seq(Some(n)) => s"the min/max and up to $n distinct values"
         case _ if maxInValues > 0 && !listed => "the min/max (no list of its keys: the footers " +
           "judge every filter of the side, so its keys fill their range)"
@@ -384,7 +386,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         case _ => "the min/max (and the distinct values where the key type allows)"
       }
       // How many keys a list holds at most, where one is collected: the fuzzer counts these.
-      val listedUpTo = perKey.flatMap(_._4.values.map(_._2)).reduceOption(_ max _)
+      val listedUpTo = listLengths.flatten.reduceOption(_ max _)
       val numbers = Seq[(String, Any)]("otherSideEstimatedBytes" -> p.smallBytes,
         "prunedScansEstimatedBytes" -> p.bigBytes, "maxWait" -> maxWait) ++
         listedUpTo.map("distinctKeysUpTo" -> _) ++ ranges

@@ -95,8 +95,8 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
               // A keys' subquery given up on reads as NULL: each value then passes every key.
               val (keys, once) = waitedKeys.getOrElseUpdate(s.exprId,
                 (waited(s, "distinct keys", null, deadline), new CollectedOnce))
-              f.pushable(p => ScalarSubquery(ValueSetElementExec(
-                if (p == 1) keys else ValueSetKeysRef(keys), p)(once), NamedExpression.newExprId))
+              f.pushable(p =>
+                ScalarSubquery(ValueSetElementExec.of(keys, once, p), NamedExpression.newExprId))
             // Above the scan, a row of a kept row group that holds none of the keys meets the
             // join, which compares every key: testing each such row against the list, as the
             // filter Spark keeps above a scan would, only costs time.

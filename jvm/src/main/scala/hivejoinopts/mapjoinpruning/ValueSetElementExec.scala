@@ -63,6 +63,12 @@ case class ValueSetElementExec(child: BaseSubqueryExec, position: Int)(val keys:
   override def stringArgs: Iterator[Any] = Iterator(position)
 }
 
+object ValueSetElementExec {
+  /** The value at `position` of the list `keys` collects once into `once`. */
+  def of(keys: BaseSubqueryExec, once: CollectedOnce, position: Int): ValueSetElementExec =
+    ValueSetElementExec(if (position == 1) keys else ValueSetKeysRef(keys), position)(once)
+}
+
 /**
  * A value's reference to its list's subquery, held by every value but the first: a leaf, so that
  * Spark does not prepare it (which would start its jobs) or copy it. It canonicalizes as the

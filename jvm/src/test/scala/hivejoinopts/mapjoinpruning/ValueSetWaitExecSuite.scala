@@ -82,12 +82,12 @@ private case class GatedJobExec(output: Seq[Attribute])(
  * ended.
  */
 private[mapjoinpruning] class ValueSetJobs(session: SparkSession) extends SparkListener {
-  private val started = ConcurrentHashMap.newKeySet[Int]()
   private val succeeded = new ConcurrentHashMap[Int, Boolean]()
   // The queries run while listening: a job of an earlier query's value set that starts late
   // (its query ended, its gate opened) is not one of theirs. Jobs outside any query count.
   private val executions = ConcurrentHashMap.newKeySet[String]()
-  // Each tagged job's value-set tags: one tag per collect of a value set's subquery.
+  // Each tagged job that started, and its value-set tags: one tag per collect of a value set's
+  // subquery.
   private val tagsOf = new ConcurrentHashMap[Int, Seq[String]]()
 
   override def onOtherEvent(event: SparkListenerEvent): Unit = event match {
@@ -100,17 +100,14 @@ private[mapjoinpruning] class ValueSetJobs(session: SparkSession) extends SparkL
     val tags = properties.flatMap(p => Option(p.getProperty("spark.job.tags")))
       .toSeq.flatMap(_.split(",")).filter(_.startsWith(ValueSetJobsExec.TagPrefix))
     val execution = properties.flatMap(p => Option(p.getProperty(SQLExecution.EXECUTION_ID_KEY)))
-    if (tags.nonEmpty && execution.forall(executions.contains)) {
-      started.add(job.jobId)
-      tagsOf.put(job.jobId, tags)
-    }
+    if (tags.nonEmpty && execution.forall(executions.contains)) tagsOf.put(job.jobId, tags)
   }
 
   /** How many collects of value sets' subqueries ran jobs: each runs under a tag of its own. */
   def collects(): Int = tagsOf.values().asScala.flatten.toSet.size
 
   override def onJobEnd(job: SparkListenerJobEnd): Unit =
-    if (started.contains(job.jobId)) succeeded.put(job.jobId, job.jobResult == JobSucceeded)
+    if (tagsOf.containsKey(job.jobId)) succeeded.put(job.jobId, job.jobResult == JobSucceeded)
 
   /**
    * Whether each tagged job succeeded, once one has started and all have ended. A job a gate
@@ -125,7 +122,7 @@ private[mapjoinpruning] class ValueSetJobs(session: SparkSession) extends SparkL
   def oneCancelled(): Seq[Boolean] = endedOnce(allEnded || succeeded.containsValue(false))
 
   private def allEnded: Boolean =
-    started.asScala.nonEmpty && started.asScala.forall(succeeded.containsKey)
+    !tagsOf.isEmpty && tagsOf.keySet.asScala.forall(succeeded.containsKey)
 
   private def endedOnce(done: => Boolean): Seq[Boolean] = {
     val giveUp = System.nanoTime() + TimeUnit.MINUTES.toNanos(5)
