@@ -63,10 +63,12 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * filter); the decision says so. Where this rule steps aside, Spark's pruning applies as usual.
  *
  * '''When it must not fire''' (each is a skipped decision with the reason):
- *  - the side to prune is the preserved side of an outer join (of a full outer join, both), the
- *    right side of a semi join or either side of an anti join: only an inner join's sides, the
- *    left side of a left semi join and the null-supplying side of an outer join drop the rows
- *    whose key finds no match;
+ *  - the side to prune is the preserved side of an outer join (of a full outer join, both) or
+ *    the left side of an anti join, which output the rows whose key finds no match; an inner
+ *    join's sides, the null-supplying side of an outer join and either side of a semi join drop
+ *    them, and the right side of an anti or existence join is only looked up (a row no left row
+ *    matches decides nothing: new rows anti-joined to a table of the earlier ones read only the
+ *    new keys' part of it);
  *  - the join has no `=` between its sides (`<=>` matches NULLs, so it is not used; NULL keys
  *    never match under `=`, and NULL is never in the set);
  *  - the key does not reach a scan column as it is or through a widening cast (see

@@ -56,6 +56,11 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * hold none of the keys. A side with more keys sets `least` to a value every key passes: the
  * range alone then prunes.
  *
+ * '''Which side.''' A side whose rows that match nothing change nothing in the answer: an
+ * inner join's, the null-supplying side of an outer join, either side of a semi join, and the
+ * right side of an anti join, which is only looked up (new rows anti-joined to a table of the
+ * earlier ones, written in id order, read only the new ids' range of it).
+ *
  * '''The cost check.''' A scan waits for the value set (at most `runtime.maxWait`:
  * [[RuntimeValueSetWait]]; a bound given up on passes every row, on date and string keys through
  * a guard in the range, [[BoundFallback]]), and the side is read twice (the join's and the
@@ -70,15 +75,15 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * check counts from below. Line items in no order, or orders whose dates do not follow their
  * ids (TPC-H's), leave the plan as it is.
  *
- * '''Spark's own run-time filters.''' Dynamic partition pruning covers a partition column when
- * the join broadcasts the side (or `reuseBroadcastOnly` is off): the rule then leaves that column
- * to it. Spark's bloom filter (`spark.sql.optimizer.runtime.bloomFilter.enabled`) tests rows
+ * '''Spark's own run-time filters.''' Dynamic partition pruning covers a partition column on
+ * the sides of the join it prunes (not an anti join's) when the join broadcasts the other side
+ * (or `reuseBroadcastOnly` is off): the rule then leaves that column to it. Spark's bloom filter (`spark.sql.optimizer.runtime.bloomFilter.enabled`) tests rows
  * after the scan; this range skips row groups before it; both may apply to one scan, and their
  * aggregates over the same side are merged into one where Spark's `MergeScalarSubqueries` can.
  *
  * '''When it must not fire''' (each is a skipped decision with the reason):
- *  - as for [[JoinKeyValuePushdown]]: the preserved side of an outer join, either side of an
- *    anti join, the right side of a semi join; a key joined with `<=>`; a key that does not
+ *  - as for [[JoinKeyValuePushdown]]: the preserved side of an outer join, the left side of an
+ *    anti join; a key joined with `<=>`; a key that does not
  *    reach a Parquet or ORC data column or a partition column as it is; a floating-point key;
  *    an ORC string column (ORC orders its statistics otherwise);
  *  - the other side is small enough for [[JoinKeyValuePushdown]] (it evaluates it while planning),
@@ -130,8 +135,10 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
           val broadcast = SparkJoinSelection.broadcastSide(j, JoinKeys.equalities(j).map(_._1),
             conf)
           val options = prunable.map { case (side, keys) =>
-            val otherBroadcast = broadcast.contains(side.other.pick(BuildLeft, BuildRight))
-            side -> plan(side.name, side.of(j), side.other.of(j), keys, otherBroadcast)
+            val sparkPrunes = sparkPrunesPartitions(
+              SparkJoinSelection.dynamicallyPrunable(j.joinType, side),
+              otherBroadcast = broadcast.contains(side.other.pick(BuildLeft, BuildRight)))
+            side -> plan(side.name, side.of(j), side.other.of(j), keys, sparkPrunes)
           }
           options.collectFirst { case (side, Right(p)) => side -> p } match {
             case Some((side, p)) =>
@@ -156,8 +163,9 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
             s"${Candidates.tables(query.plan)} on ${Candidates.abbreviate(in.sql)}"
           val broadcast = Try(query.plan.stats.sizeInBytes)
             .toOption.exists(_ <= conf.autoBroadcastJoinThreshold)
+          // Spark's semi join of the IN prunes its left side, the filtered one.
           plan("filtered", child, query.plan, values.zip(query.plan.output.take(values.size)),
-              broadcast) match {
+              sparkPrunesPartitions(prunable = true, broadcast)) match {
             case Left(why) => skipped(candidate, why)
             case Right(p) =>
               child = applied(candidate, p)
@@ -178,10 +186,10 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         big: LogicalPlan,
         small: LogicalPlan,
         keys: Seq[(Expression, Expression)],
-        smallBroadcast: Boolean): Either[String, RuntimePlan] = {
+        sparkPrunes: Boolean): Either[String, RuntimePlan] = {
       lazy val (traced, notPushed) = sides.trace(big, keys)
       lazy val targets = traced.map(k => k.copy(targets =
-        k.targets.filter(runtimeUse(_, smallBroadcast).isEmpty))).filter(_.targets.nonEmpty)
+        k.targets.filter(runtimeUse(_, sparkPrunes).isEmpty))).filter(_.targets.nonEmpty)
       lazy val bigBytes = sides.scanBytes(targets)
       lazy val unsuitable = sides.unsuitableSmallSide(small)
       lazy val valueSetSide = RuntimeValueSetSide.of(small, keys.map(_._2))
@@ -195,7 +203,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       } else if (valueSetSide.isLeft) {
         why(s"the other side ${valueSetSide.left.get}")
       } else if (targets.isEmpty) {
-        why((notPushed ++ traced.flatMap(_.targets).flatMap(runtimeUse(_, smallBroadcast)))
+        why((notPushed ++ traced.flatMap(_.targets).flatMap(runtimeUse(_, sparkPrunes)))
           .distinct.mkString(", "))
       } else if (bigBytes < minBigBytes) {
         why(s"the scans to prune are estimated at $bigBytes bytes, under $minBigBytes " +
@@ -225,21 +233,28 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
     }
 
     /**
-     * Why a scan cannot take a run-time range on its column, if it cannot. Spark's dynamic
-     * partition pruning takes a partition column where it reuses the other side's broadcast
-     * (or may run its own aggregate: `reuseBroadcastOnly` off), with the exact set of values.
+     * Whether Spark's dynamic partition pruning takes a side's partition columns, with the exact
+     * set of the other side's values: where it prunes that side of the join type (`prunable`)
+     * and reuses the other side's broadcast (or may run its own aggregate: `reuseBroadcastOnly`
+     * off).
      */
-    private def runtimeUse(t: Target, smallBroadcast: Boolean): Option[String] =
+    private def sparkPrunesPartitions(prunable: Boolean, otherBroadcast: Boolean): Boolean =
+      prunable && conf.dynamicPartitionPruningEnabled && (otherBroadcast ||
+        !conf.getConfString("spark.sql.optimizer.dynamicPartitionPruning.reuseBroadcastOnly",
+          "true").toBoolean)
+
+    /**
+     * Why a scan cannot take a run-time range on its column, if it cannot: a partition column
+     * that Spark's dynamic partition pruning takes (`sparkPrunes`) is left to it.
+     */
+    private def runtimeUse(t: Target, sparkPrunes: Boolean): Option[String] =
       if (t.keyType != t.column.dataType) {
         Some(s"${t.describe}: the key reaches it through a cast")
       } else t.use match {
         case ScanUse.PartitionPruning => t.scan match {
           case FileRelation(fs) if fs.location.isInstanceOf[PartitioningAwareFileIndex] =>
-            if (conf.dynamicPartitionPruningEnabled && (smallBroadcast ||
-                !conf.getConfString("spark.sql.optimizer.dynamicPartitionPruning." +
-                  "reuseBroadcastOnly", "true").toBoolean)) {
-              Some(s"${t.describe}: Spark's dynamic partition pruning covers it")
-            } else None
+            if (sparkPrunes) Some(s"${t.describe}: Spark's dynamic partition pruning covers it")
+            else None
           case _ => Some(s"${t.describe}: its partitions are not listed while planning")
         }
         case ScanUse.PushedFilter(_) if !SparkShims.scanPushesScalarSubqueries =>

@@ -75,8 +75,13 @@ final class JoinSides private (
   /** The join's output is partitioned as `side`'s input is. */
   def keepsPartitioningOf(side: JoinSide): Boolean = filtersPassTo(side)
 
-  /** `side`'s rows that match nothing are not in the output: pruning them changes nothing. */
-  def dropsUnmatched(side: JoinSide): Boolean = returned(side) && !preserved(side)
+  /**
+   * `side`'s rows that match nothing change nothing in the output: pruning them keeps the
+   * answer. Every side that is not preserved, of a join type the rules know: an inner join's,
+   * an outer join's null-supplying side, and the right side of a semi, anti or existence join,
+   * whose rows are only looked up (a row no left row matches decides nothing).
+   */
+  def dropsUnmatched(side: JoinSide): Boolean = returned.nonEmpty && !preserved(side)
 
   /**
    * `side` may be copied to every task of the other side (broadcast, or replicated per salt or

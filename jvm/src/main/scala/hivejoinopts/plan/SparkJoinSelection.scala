@@ -2,7 +2,7 @@ package hivejoinopts.plan
 
 import org.apache.spark.sql.catalyst.expressions.{Expression, RowOrdering}
 import org.apache.spark.sql.catalyst.optimizer.{BuildSide, JoinSelectionHelper}
-import org.apache.spark.sql.catalyst.plans.InnerLike
+import org.apache.spark.sql.catalyst.plans.{InnerLike, JoinType}
 import org.apache.spark.sql.catalyst.plans.logical.Join
 import org.apache.spark.sql.internal.SQLConf
 
@@ -11,6 +11,7 @@ import hivejoinopts.compat.SparkShims
 /**
  * What Spark's physical join selection (`JoinSelection`) will do with an equi-join, asked
  * before it runs: rules that rewrite shuffle joins leave alone the joins Spark broadcasts.
+ * Also which sides of a join Spark's dynamic partition pruning may prune.
  */
 object SparkJoinSelection extends JoinSelectionHelper {
 
@@ -31,4 +32,8 @@ object SparkJoinSelection extends JoinSelectionHelper {
         RowOrdering.isOrderable(leftKeys)) ||
         SparkShims.shuffleHashBuildSide(j, hintOnly = true, conf).isDefined ||
         (hintToShuffleReplicateNL(j.hint) && j.joinType.isInstanceOf[InnerLike]))
+
+  /** Whether Spark's dynamic partition pruning may prune `side` of a `joinType` join. */
+  def dynamicallyPrunable(joinType: JoinType, side: JoinSide): Boolean =
+    side.pick(canPruneLeft(joinType), canPruneRight(joinType))
 }

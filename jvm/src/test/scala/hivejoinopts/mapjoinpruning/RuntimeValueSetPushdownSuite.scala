@@ -548,7 +548,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
         "SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a JOIN orders b " +
           "ON CAST(a.id AS DOUBLE) = CAST(b.id AS DOUBLE) + 1.0 WHERE a.month = 7) x " +
           "ON o = x.id")
-      for (adaptive <- Seq("true", "false"); q <- joins) {
+      for (adaptive <- Seq("true", "false"); q <- joins ++ lookedUpSides) {
         withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive) {
           checkSameAnswer(sql(q))
         }
@@ -571,6 +571,30 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       }
       assert(doubleKeys.nonEmpty && doubleKeys.forall(d => !d.fired &&
         d.reason.contains("normalizes only later")), doubleKeys)
+    }
+  }
+
+  /**
+   * The month's orders semi and anti joined to their items on a further condition (odd orders
+   * have no item with `v % 8 = 1`): the items are only looked up, and the orders' value set
+   * prunes their scan.
+   */
+  private val lookedUpSides = Seq("LEFT SEMI", "LEFT ANTI").map(join =>
+    s"SELECT count(*), sum(x.id) FROM (SELECT * FROM orders WHERE month = 7) x $join JOIN " +
+      "items ON o = x.id AND v % 8 = 1")
+
+  test("the right side of a semi or anti join: the left side's value set prunes its scan") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    withOrders() {
+      for (q <- lookedUpSides) {
+        val (off, on) = offAndOn(sql(q))
+        assert(rowsRead(itemsScan(off)) == items, q)
+        assert(rowsRead(itemsScan(on)) < items / 5, s"$q: ${rowsRead(itemsScan(on))}")
+        assert(runtimeDecisions(sql(q)).exists(d => d.fired && d.reason.contains("right side")),
+          runtimeDecisions(sql(q)))
+      }
+      // 500 of the month's 1,000 orders have such an item.
+      assert(sql(lookedUpSides.last).collect().head.getLong(0) == 500)
     }
   }
 
@@ -730,6 +754,13 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
         assert(runtimeDecisions(sql(q)).exists(_.fired), runtimeDecisions(sql(q)))
         assert(filesOn < filesOff, s"$filesOn of $filesOff files")
       }
+      // An anti join's right side, which Spark's dynamic partition pruning never prunes.
+      val anti = "SELECT count(*), sum(x.id) FROM (SELECT * FROM orders WHERE month = 7) x " +
+        "LEFT ANTI JOIN items ON part = x.p AND v % 3 = 0"
+      val (off, on) = offAndOn(sql(anti))
+      val Seq(filesOff, filesOn) = Seq(off, on).map(scanOf(_, "items").metrics("numFiles").value)
+      assert(runtimeDecisions(sql(anti)).exists(_.fired), runtimeDecisions(sql(anti)))
+      assert(filesOn < filesOff, s"$filesOn of $filesOff files")
     }
   }
 
