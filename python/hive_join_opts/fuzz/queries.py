@@ -636,7 +636,8 @@ class QueryGenerator:
 
     def fact_with_small_side(self) -> Query:
         """JoinKeyValuePushdown: a fact joined with a small, filtered side on a key (the
-        partitioned table on its partition column among them)."""
+        partitioned table on its partition column among them), or looked up by it (the fact on
+        the right of a semi or anti join)."""
         r = self.rnd
         big = self.table_relation(r.choice(self.world.facts()))
         t = r.choice(self.world.dimensions() + ["f2"])
@@ -656,7 +657,12 @@ class QueryGenerator:
                        "LEFT ANTI"])
         text = f"{big.sql} {jt} JOIN {small.sql} ON {big.col(key)} = {small.col(key)}"
         rels = [big] if jt in KEEPS_LEFT_ONLY else [big, small]
-        if r.random() < 0.3:
+        if jt in KEEPS_LEFT_ONLY and r.random() < 0.4:
+            # The fact on the right of a semi or anti join: only looked up, it takes the small
+            # side's values.
+            text = f"{small.sql} {jt} JOIN {big.sql} ON {small.col(key)} = {big.col(key)}"
+            rels = [small]
+        elif r.random() < 0.3:
             d = self.filtered_relation(r.choice(self.world.dimensions()))
             text += f" JOIN {d.sql} ON {big.col('k2')} = {d.col('k2')}"
             rels.append(d)
