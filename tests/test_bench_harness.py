@@ -424,7 +424,7 @@ def test_the_run_time_value_set_scenarios_run_the_raised_bloom_filter_and_count_
     from hive_join_opts.bench.scenarios import SCENARIOS
 
     with_bloom = [s for s in SCENARIOS if s.raised_bloom_filter_run]
-    assert with_bloom == list(VALUE_SETS) and len(with_bloom) == 7
+    assert with_bloom == list(VALUE_SETS) and len(with_bloom) == 8
     for s in with_bloom:
         assert s.name.startswith("runtime_value_set_pushdown_")
         # Row groups are counted from Parquet footers: the ORC scenario has none to count.
@@ -439,10 +439,12 @@ def test_the_run_time_value_set_scenarios_run_the_raised_bloom_filter_and_count_
         assert s.scaled_conf(0.1)[small_side] == str(1024 * 1024)
     # The rule steps aside on the line items in no order; broadcasts off on the partitioned
     # fact, where Spark's dynamic partition pruning would reuse one.
-    assert [s.expect_rewrite for s in with_bloom] == [True, False, True, True, True, True, True]
+    assert [s.expect_rewrite for s in with_bloom] == [True, False, True, True, True, True, True,
+                                                      True]
     assert [s.scaled_conf(1.0)["spark.sql.autoBroadcastJoinThreshold"] for s in with_bloom] == [
         str(10 * 1024 * 1024), str(10 * 1024 * 1024), "-1", str(10 * 1024 * 1024),
-        str(10 * 1024 * 1024), str(10 * 1024 * 1024), str(10 * 1024 * 1024)]
+        str(10 * 1024 * 1024), str(10 * 1024 * 1024), str(10 * 1024 * 1024),
+        str(10 * 1024 * 1024)]
 
 
 def test_a_run_without_key_counts_needs_the_run_it_is_compared_with():

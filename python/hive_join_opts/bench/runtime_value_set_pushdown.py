@@ -309,4 +309,16 @@ SCENARIOS = (
         RowGroupSpec(column="l_orderkey",
                      keys_sql=f"SELECT o_orderkey FROM orders WHERE {BIGGEST_IN_YEARS}"),
     ),
+    _scenario(
+        "p8_anti_join",
+        "the month's orders none of whose line items shipped over 90 days after the order "
+        "(`orders LEFT ANTI JOIN lineitem_clustered`): the line items are only looked up, so "
+        "the month's min/max order id prunes their scan; Spark's bloom filter and dynamic "
+        "pruning take no anti join",
+        "SELECT o_orderpriority, count(*) AS orders, sum(o_totalprice) AS value "
+        "FROM orders LEFT ANTI JOIN lineitem_clustered ON l_orderkey = o_orderkey "
+        f"AND l_shipdate > date_add(o_orderdate, 90) WHERE {MONTH} "
+        "GROUP BY o_orderpriority ORDER BY o_orderpriority",
+        MONTH_KEYS,
+    ),
 )
