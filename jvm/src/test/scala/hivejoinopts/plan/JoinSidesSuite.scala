@@ -50,8 +50,10 @@ class JoinSidesSuite extends SparkFunSuite with JoinSelectionHelper {
       LeftOuter -> Seq((true, false, false, false), (false, true, true, true)),
       RightOuter -> Seq((false, true, true, true), (true, false, false, false)),
       FullOuter -> Seq((true, true, false, false), (true, true, false, false)),
-      LeftSemi -> Seq((false, false, true, false), (false, false, false, true)),
-      LeftAnti -> Seq((true, false, false, false), (false, false, false, true)))
+      // A semi or anti join's right side is only looked up: a row of it no left row matches
+      // decides nothing, so it may be pruned.
+      LeftSemi -> Seq((false, false, true, false), (false, false, true, true)),
+      LeftAnti -> Seq((true, false, false, false), (false, false, true, true)))
     expected.foreach { case (t, sides) =>
       JoinSide.both.zip(sides).foreach { case (side, (preserved, nulls, drops, lookedUp)) =>
         val s = JoinSides(t)
