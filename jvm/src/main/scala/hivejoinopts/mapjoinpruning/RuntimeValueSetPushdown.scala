@@ -77,15 +77,16 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *
  * '''Spark's own run-time filters.''' Dynamic partition pruning covers a partition column on
  * the sides of the join it prunes (not an anti join's) when the join broadcasts the other side
- * (or `reuseBroadcastOnly` is off): the rule then leaves that column to it. Spark's bloom filter (`spark.sql.optimizer.runtime.bloomFilter.enabled`) tests rows
- * after the scan; this range skips row groups before it; both may apply to one scan, and their
- * aggregates over the same side are merged into one where Spark's `MergeScalarSubqueries` can.
+ * (or `reuseBroadcastOnly` is off): the rule then leaves that column to it. Spark's bloom filter
+ * (`spark.sql.optimizer.runtime.bloomFilter.enabled`) tests rows after the scan; this range
+ * skips row groups before it; both may apply to one scan, and their aggregates over the same
+ * side are merged into one where Spark's `MergeScalarSubqueries` can.
  *
  * '''When it must not fire''' (each is a skipped decision with the reason):
  *  - as for [[JoinKeyValuePushdown]]: the preserved side of an outer join, the left side of an
- *    anti join; a key joined with `<=>`; a key that does not
- *    reach a Parquet or ORC data column or a partition column as it is; a floating-point key;
- *    an ORC string column (ORC orders its statistics otherwise);
+ *    anti join; a key joined with `<=>`; a key that does not reach a Parquet or ORC data column
+ *    or a partition column as it is; a floating-point key; an ORC string column (ORC orders its
+ *    statistics otherwise);
  *  - the other side is small enough for [[JoinKeyValuePushdown]] (it evaluates it while planning),
  *    or is not deterministic, a stream, correlated or a CTE reference, or holds what the
  *    subquery's plan, planned without Spark's later optimizer batches, could compute otherwise
