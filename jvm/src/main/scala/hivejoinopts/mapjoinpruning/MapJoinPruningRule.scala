@@ -28,13 +28,13 @@ abstract class MapJoinPruningRule extends HiveJoinOptsLogicalRule with Predicate
   }
 
   /**
-   * The sides of `j` that may be pruned (those whose rows without a match the join drops), each
+   * The sides of `j` that may be pruned (whose rows without a match change nothing), each
    * with the join's `=` keys as (its key, the other side's key); or why there are none.
    */
   protected def prunableSides(j: Join)
       : Either[String, Seq[(JoinSide, Seq[(Expression, Expression)])]] = {
     val keys = JoinKeys.equalities(j)
-    val sides = JoinSide.both.filter(JoinSides(j.joinType).dropsUnmatched)
+    val sides = JoinSide.both.filter(JoinSides(j.joinType).prunable)
     if (sides.isEmpty) {
       Left(s"a ${j.joinType.sql} join keeps rows without a match on every side it could prune")
     } else if (keys.isEmpty) {

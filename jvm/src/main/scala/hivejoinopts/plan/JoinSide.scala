@@ -77,11 +77,11 @@ final class JoinSides private (
 
   /**
    * `side`'s rows that match nothing change nothing in the output: pruning them keeps the
-   * answer. Every side that is not preserved, of a join type the rules know: an inner join's,
-   * an outer join's null-supplying side, and the right side of a semi, anti or existence join,
-   * whose rows are only looked up (a row no left row matches decides nothing).
+   * answer. Every side that is not preserved, of a join type the rules know: either side of an
+   * inner or semi join, an outer join's null-supplying side, and the right side of an anti or
+   * existence join, whose rows are only looked up (a row no left row matches decides nothing).
    */
-  def dropsUnmatched(side: JoinSide): Boolean = returned.nonEmpty && !preserved(side)
+  def prunable(side: JoinSide): Boolean = returned.nonEmpty && !preserved(side)
 
   /**
    * `side` may be copied to every task of the other side (broadcast, or replicated per salt or

@@ -44,7 +44,7 @@ class JoinSidesSuite extends SparkFunSuite with JoinSelectionHelper {
   }
 
   test("preserved, NULL-supplying, pruned and looked-up sides, per join type") {
-    // type -> (preserved, NULL-supplying, drops unmatched, looked up only), left side first
+    // type -> (preserved, NULL-supplying, prunable, looked up only), left side first
     val expected: Map[JoinType, Seq[(Boolean, Boolean, Boolean, Boolean)]] = Map(
       Inner -> Seq((false, false, true, false), (false, false, true, false)),
       LeftOuter -> Seq((true, false, false, false), (false, true, true, true)),
@@ -57,7 +57,7 @@ class JoinSidesSuite extends SparkFunSuite with JoinSelectionHelper {
     expected.foreach { case (t, sides) =>
       JoinSide.both.zip(sides).foreach { case (side, (preserved, nulls, drops, lookedUp)) =>
         val s = JoinSides(t)
-        assert((s.preserved(side), s.nullSupplying(side), s.dropsUnmatched(side),
+        assert((s.preserved(side), s.nullSupplying(side), s.prunable(side),
           s.lookedUpOnly(side)) == (preserved, nulls, drops, lookedUp), s"$t $side")
       }
     }
