@@ -3,12 +3,13 @@ package hivejoinopts.mapjoinpruning
 import scala.util.Try
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Coalesce, Expression, InSubquery, IsNotNull, Literal, ScalarSubquery}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Coalesce, EqualTo, Exists, Expression, InSubquery, IsNotNull, Literal, Not, ScalarSubquery, SubqueryExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Max, Min}
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight, ColumnPruning}
+import org.apache.spark.sql.catalyst.plans.{JoinType, LeftAnti, LeftSemi}
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
-import org.apache.spark.sql.catalyst.trees.TreePattern.{IN_SUBQUERY, JOIN}
+import org.apache.spark.sql.catalyst.trees.TreePattern.{EXISTS_SUBQUERY, IN_SUBQUERY, JOIN, OUTER_REFERENCE}
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex
 import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.internal.SQLConf
@@ -17,7 +18,7 @@ import org.apache.spark.unsafe.types.UTF8String
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.compat.SparkShims
-import hivejoinopts.plan.{Candidates, FileRelation, JoinKeys, SparkJoinSelection}
+import hivejoinopts.plan.{Candidates, FileRelation, JoinKeys, RightSide, SparkJoinSelection}
 import hivejoinopts.scan.{FileFooters, FilteredKeyRange, RowGroupOverlap}
 import hivejoinopts.scan.ParquetFileSkipping.Kept
 
@@ -59,7 +60,18 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * '''Which side.''' A side whose rows that match nothing change nothing in the answer: an
  * inner join's, the null-supplying side of an outer join, either side of a semi join, and the
  * right side of an anti join, which is only looked up (new rows anti-joined to a table of the
- * earlier ones, written in id order, read only the new ids' range of it).
+ * earlier ones, written in id order, read only the new ids' range of it). Subqueries are still
+ * expressions when the rule runs; they are taken as the joins Spark makes of them: `k IN (SELECT
+ * ...)` prunes the filtered side by the subquery's values or, where that does not pay, the
+ * subquery by the filtered rows' keys; `[NOT] EXISTS` correlated on `=` prunes the subquery:
+ * {{{
+ *   Filter (month = 7 AND exists#1 [id])        Filter (month = 7 AND exists#1 [id])
+ *   :  +- Filter (o = outer(id))           ->   :  +- Filter (o = outer(id))
+ *   :     +- Relation items parquet             :     +- Filter (o >= min AND o <= max of the
+ *   +- Relation orders parquet                  :        :       ids of month 7)
+ *                                               :        +- Relation items parquet
+ *                                               +- Relation orders parquet
+ * }}}
  *
  * '''The cost check.''' A scan waits for the value set (at most `runtime.maxWait`:
  * [[RuntimeValueSetWait]]; a bound given up on passes every row, on date and string keys through
@@ -84,7 +96,7 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *
  * '''When it must not fire''' (each is a skipped decision with the reason):
  *  - as for [[JoinKeyValuePushdown]]: the preserved side of an outer join, the left side of an
- *    anti join; a key joined with `<=>`; a key that does not reach a Parquet or ORC data column
+ *    anti join; a key joined with `<=>`; `NOT IN`'s subquery (a NULL there decides the answer); a key that does not reach a Parquet or ORC data column
  *    or a partition column as it is; a floating-point key; an ORC string column (ORC orders its
  *    statistics otherwise);
  *  - the other side is small enough for [[JoinKeyValuePushdown]] (it evaluates it while planning),
@@ -114,15 +126,24 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
     private val sides = new PruningSides(session, settings, deadline)
 
     def run(plan: LogicalPlan): LogicalPlan =
-      plan.transformUpWithPruning(_.containsAnyPattern(JOIN, IN_SUBQUERY)) {
+      plan.transformUpWithPruning(_.containsAnyPattern(JOIN, IN_SUBQUERY, EXISTS_SUBQUERY)) {
         case j: Join if j.getTagValue(RuntimeValueSetPushdown.Decided).isEmpty =>
-          j.setTagValue(RuntimeValueSetPushdown.Decided, ())
-          considerJoin(j)
-        case f @ Filter(condition, _) if condition.containsPattern(IN_SUBQUERY) &&
-            f.getTagValue(RuntimeValueSetPushdown.Decided).isEmpty =>
-          f.setTagValue(RuntimeValueSetPushdown.Decided, ())
-          considerInSubqueries(f)
+          decided(j, considerJoin)
+        case f @ Filter(condition, _) if condition.containsAnyPattern(IN_SUBQUERY,
+            EXISTS_SUBQUERY) && f.getTagValue(RuntimeValueSetPushdown.Decided).isEmpty =>
+          decided(f, considerSubqueries)
       }
+
+    /**
+     * `consider` applied to a node once: the node it gives is marked as decided too, whatever
+     * its ancestors are rebuilt from (a node's tags reach its copy only where the copy has none).
+     */
+    private def decided[T <: LogicalPlan](node: T, consider: T => LogicalPlan): LogicalPlan = {
+      node.setTagValue(RuntimeValueSetPushdown.Decided, ())
+      val result = consider(node)
+      if (result ne node) result.copyTagsFrom(node)
+      result
+    }
 
     private def considerJoin(j: Join): LogicalPlan = {
       val candidate = Candidates.join(j)
@@ -152,29 +173,104 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       }
     }
 
-    /** Uncorrelated `k IN (SELECT ...)` conjuncts prune the filter's child the same way. */
-    private def considerInSubqueries(f: Filter): LogicalPlan = {
+    /**
+     * A filter's subqueries, which Spark makes semi and anti joins after the rules run: an
+     * uncorrelated `k IN (SELECT ...)` prunes the filter's child the same way; where it does not,
+     * and for `[NOT] EXISTS` on `=` keys, the outer rows prune the subquery's scans (a row there
+     * that no outer row matches decides nothing). `NOT IN` is left alone: its NULLs decide.
+     */
+    private def considerSubqueries(f: Filter): LogicalPlan = {
       val conjuncts = splitConjunctivePredicates(f.condition)
       if (!conjuncts.forall(_.deterministic)) return f
       var child = f.child
-      conjuncts.foreach {
-        case in @ InSubquery(values, query) if query.outerAttrs.isEmpty &&
-            query.joinCond.isEmpty && !evaluatedWhilePlanning(query.plan) =>
-          val candidate = s"IN subquery ${Candidates.tables(child)} x " +
-            s"${Candidates.tables(query.plan)} on ${Candidates.abbreviate(in.sql)}"
-          val broadcast = Try(query.plan.stats.sizeInBytes)
-            .toOption.exists(_ <= conf.autoBroadcastJoinThreshold)
-          // Spark's semi join of the IN prunes its left side, the filtered one.
-          plan("filtered", child, query.plan, values.zip(query.plan.output.take(values.size)),
-              sparkPrunesPartitions(prunable = true, broadcast)) match {
-            case Left(why) => skipped(candidate, why)
-            case Right(p) =>
-              child = applied(candidate, p)
+      // The outer rows that reach the subqueries' joins: Spark filters them by these first.
+      val outer = conjuncts.filterNot(SubqueryExpression.hasSubquery).reduceOption(And)
+        .map(Filter(_, f.child)).getOrElse(f.child)
+      val rewritten = conjuncts.map {
+        case in @ InSubquery(_, query) if evaluatedWhilePlanning(query.plan) => in
+        case in @ InSubquery(values, query) =>
+          val prunedChild = if (query.outerAttrs.isEmpty && query.joinCond.isEmpty) {
+            prunedByInSubquery(in, child)
+          } else None
+          prunedChild.foreach(child = _)
+          if (prunedChild.isDefined) in else {
+            val keys = values.zip(query.plan.output).map { case (v, o) => (o: Expression, v) }
+            val sub = subqueryPruned("IN", in, query.plan, query.joinCond, keys, outer, LeftSemi)
+            if (sub eq query.plan) in else in.copy(query = query.withNewPlan(sub))
           }
-        case _ =>
+        case e: Exists =>
+          val sub = subqueryPruned("EXISTS", e, e.plan, e.joinCond, Nil, outer, LeftSemi)
+          if (sub eq e.plan) e else e.withNewPlan(sub)
+        case not @ Not(e: Exists) =>
+          val sub = subqueryPruned("NOT EXISTS", not, e.plan, e.joinCond, Nil, outer, LeftAnti)
+          if (sub eq e.plan) not else Not(e.withNewPlan(sub))
+        case c => c
       }
-      if (child eq f.child) f else f.copy(child = child)
+      if ((child eq f.child) && rewritten.zip(conjuncts).forall(p => p._1 eq p._2)) f
+      else Filter(rewritten.reduce(And), child)
     }
+
+    /** The filter's child pruned by an uncorrelated `k IN (SELECT ...)`'s values, if it pays. */
+    private def prunedByInSubquery(in: InSubquery, child: LogicalPlan): Option[LogicalPlan] = {
+      val candidate = s"IN subquery ${Candidates.tables(child)} x " +
+        s"${Candidates.tables(in.query.plan)} on ${Candidates.abbreviate(in.sql)}"
+      val broadcast = Try(in.query.plan.stats.sizeInBytes)
+        .toOption.exists(_ <= conf.autoBroadcastJoinThreshold)
+      // Spark's semi join of the IN prunes its left side, the filtered one.
+      plan("filtered", child, in.query.plan,
+          in.values.zip(in.query.plan.output.take(in.values.size)),
+          sparkPrunesPartitions(prunable = true, broadcast)) match {
+        case Left(why) => skipped(candidate, why); None
+        case Right(p) => Some(applied(candidate, p))
+      }
+    }
+
+    /**
+     * A subquery's plan pruned by the outer rows' values on its `=` keys (`keys` and the
+     * equalities of its correlation `joinCond`, each as (subquery's, outer's)), or as it is. The subquery
+     * is the right side of the semi or anti join (`joinType`) Spark makes of it, which Spark's
+     * dynamic partition pruning never takes; the planning-time rule does not evaluate an outer
+     * side, so a small one is taken here too.
+     */
+    private def subqueryPruned(
+        kind: String,
+        conjunct: Expression,
+        sub: LogicalPlan,
+        joinCond: Seq[Expression],
+        keys: Seq[(Expression, Expression)],
+        outer: LogicalPlan,
+        joinType: JoinType): LogicalPlan = {
+      val candidate = s"$kind subquery ${Candidates.tables(outer)} x " +
+        s"${Candidates.tables(sub)} on ${Candidates.abbreviate(conjunct.sql)}"
+      val all = keys ++ joinCond.flatMap(splitConjunctivePredicates(_)).collect {
+        case EqualTo(a, b) if subqueryAndOuter(a, b, sub, outer) => (a, b)
+        case EqualTo(a, b) if subqueryAndOuter(b, a, sub, outer) => (b, a)
+      }
+      if (all.isEmpty) {
+        // An uncorrelated EXISTS is a constant: no side to prune, nothing to say.
+        if (joinCond.nonEmpty) {
+          skipped(candidate, "subquery side: no `=` between the subquery and the outer query")
+        }
+        sub
+      } else if (sub.exists(p => p.nodeName == "DomainJoin" ||
+          p.expressions.exists(_.containsPattern(OUTER_REFERENCE)))) {
+        skipped(candidate, "subquery side: its plan still refers to the outer query")
+        sub
+      } else {
+        plan("subquery", sub, outer, all, sparkPrunesPartitions(
+          SparkJoinSelection.dynamicallyPrunable(joinType, RightSide), otherBroadcast = false),
+          planningTimeTakesSmallSide = false) match {
+          case Left(why) => skipped(candidate, why); sub
+          case Right(p) => applied(candidate, p)
+        }
+      }
+    }
+
+    /** Whether `a` is the subquery's expression and `b` the outer query's. */
+    private def subqueryAndOuter(
+        a: Expression, b: Expression, sub: LogicalPlan, outer: LogicalPlan): Boolean =
+      a.references.nonEmpty && a.references.subsetOf(sub.outputSet) &&
+        b.references.nonEmpty && b.references.subsetOf(outer.outputSet)
 
     /** Decided by [[JoinKeyValuePushdown]], which evaluated the side while planning. */
     private def evaluatedWhilePlanning(p: LogicalPlan): Boolean =
@@ -187,7 +283,8 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         big: LogicalPlan,
         small: LogicalPlan,
         keys: Seq[(Expression, Expression)],
-        sparkPrunes: Boolean): Either[String, RuntimePlan] = {
+        sparkPrunes: Boolean,
+        planningTimeTakesSmallSide: Boolean = true): Either[String, RuntimePlan] = {
       lazy val (traced, notPushed) = sides.trace(big, keys)
       lazy val targets = traced.map(k => k.copy(targets =
         k.targets.filter(runtimeUse(_, sparkPrunes).isEmpty))).filter(_.targets.nonEmpty)
@@ -197,7 +294,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       lazy val smallBytes = Try(RuntimeValueSetSide.readBytes(valueSetSide.toOption.get.plan))
         .getOrElse(BigInt(0))
       def why(s: String): Either[String, RuntimePlan] = Left(s"$sideName side: $s")
-      if (sides.tooBigToEvaluate(small).isEmpty) {
+      if (planningTimeTakesSmallSide && sides.tooBigToEvaluate(small).isEmpty) {
         why("the other side is small enough for JoinKeyValuePushdown to evaluate while planning")
       } else if (unsuitable.isDefined) {
         why(s"the other side ${unsuitable.get}")

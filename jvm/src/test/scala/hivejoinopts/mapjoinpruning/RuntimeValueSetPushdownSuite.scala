@@ -548,7 +548,8 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
         "SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a JOIN orders b " +
           "ON CAST(a.id AS DOUBLE) = CAST(b.id AS DOUBLE) + 1.0 WHERE a.month = 7) x " +
           "ON o = x.id")
-      for (adaptive <- Seq("true", "false"); q <- joins ++ lookedUpSides) {
+      for (adaptive <- Seq("true", "false");
+           q <- joins ++ lookedUpSides ++ itemSubqueries ++ otherItemSubqueries) {
         withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive) {
           checkSameAnswer(sql(q))
         }
@@ -582,6 +583,50 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   private val lookedUpSides = Seq("LEFT SEMI", "LEFT ANTI").map(join =>
     s"SELECT count(*), sum(x.id) FROM (SELECT * FROM orders WHERE month = 7) x $join JOIN " +
       "items ON o = x.id AND v % 8 = 1")
+
+  /**
+   * The month's orders looking their items up through subqueries, which Spark makes semi and anti
+   * joins after the rules run: the items are their right side.
+   */
+  private val itemSubqueries = Seq(
+    "SELECT count(*), sum(x.id) FROM orders x WHERE month = 7 AND " +
+      "EXISTS (SELECT 1 FROM items WHERE o = x.id AND v % 8 = 1)",
+    "SELECT count(*), sum(x.id) FROM orders x WHERE month = 7 AND " +
+      "NOT EXISTS (SELECT 1 FROM items WHERE o = x.id AND v % 8 = 1)",
+    "SELECT count(*), sum(id) FROM orders WHERE month = 7 AND " +
+      "id IN (SELECT o FROM items WHERE v % 8 = 1)")
+
+  /** Subqueries on the items the rule leaves alone or that need more than one key's values. */
+  private val otherItemSubqueries = Seq(
+    "SELECT count(*), sum(id) FROM orders WHERE month = 7 AND " +
+      "id NOT IN (SELECT o FROM items WHERE v % 8 = 1)",
+    "SELECT count(*), sum(x.id) FROM orders x WHERE month = 7 AND " +
+      "EXISTS (SELECT 1 FROM items WHERE o = x.id AND v > x.prio * 40000)",
+    "SELECT count(*), sum(x.id) FROM orders x WHERE month = 7 AND " +
+      "NOT EXISTS (SELECT 1 FROM items WHERE o = x.id + 1 AND v % 8 = 1) AND " +
+      "x.prio IN (SELECT v % 13 FROM items WHERE o = x.id)",
+    "SELECT count(*) FROM orders x WHERE month = 7 AND EXISTS (SELECT 1 FROM items WHERE o > 7)")
+
+  test("[NOT] EXISTS and IN subqueries: the outer rows' value set prunes the subquery's scan") {
+    assume(SparkShims.scanPushesScalarSubqueries)
+    withOrders() {
+      for (q <- itemSubqueries) {
+        val (off, on) = offAndOn(sql(q))
+        assert(rowsRead(itemsScan(off)) == items, q)
+        assert(rowsRead(itemsScan(on)) < items / 5,
+          s"$q: ${rowsRead(itemsScan(on))}, ${runtimeDecisions(sql(q))}")
+        assert(runtimeDecisions(sql(q)).exists(d => d.fired && d.reason.contains(
+          "subquery side")), runtimeDecisions(sql(q)))
+      }
+      // 500 of the month's 1,000 orders have such an item.
+      assert(itemSubqueries.map(q => sql(q).collect().head.getLong(0)) == Seq(500, 500, 500))
+      // NOT IN: a NULL in the subquery decides its answer, so the items are read whole.
+      val notIn = otherItemSubqueries.head
+      val (_, on) = offAndOn(sql(notIn))
+      assert(rowsRead(itemsScan(on)) == items)
+      assert(!runtimeDecisions(sql(notIn)).exists(_.fired), runtimeDecisions(sql(notIn)))
+    }
+  }
 
   test("the right side of a semi or anti join: the left side's value set prunes its scan") {
     assume(SparkShims.scanPushesScalarSubqueries)
