@@ -637,7 +637,7 @@ class QueryGenerator:
     def fact_with_small_side(self) -> Query:
         """JoinKeyValuePushdown: a fact joined with a small, filtered side on a key (the
         partitioned table on its partition column among them), or looked up by it (the fact on
-        the right of a semi or anti join)."""
+        the right of a semi or anti join, or in its EXISTS, NOT EXISTS or IN subquery)."""
         r = self.rnd
         big = self.table_relation(r.choice(self.world.facts()))
         t = r.choice(self.world.dimensions() + ["f2"])
@@ -657,16 +657,25 @@ class QueryGenerator:
                        "LEFT ANTI"])
         text = f"{big.sql} {jt} JOIN {small.sql} ON {big.col(key)} = {small.col(key)}"
         rels = [big] if jt in KEEPS_LEFT_ONLY else [big, small]
+        extra: list[str] = []
         if jt in KEEPS_LEFT_ONLY and r.random() < 0.4:
             # The fact on the right of a semi or anti join: only looked up, it takes the small
-            # side's values.
+            # side's values; or the same lookup as a subquery, which Spark makes that join.
             text = f"{small.sql} {jt} JOIN {big.sql} ON {small.col(key)} = {big.col(key)}"
             rels = [small]
+            if r.random() < 0.5:
+                text = small.sql
+                if jt == "LEFT SEMI" and r.random() < 0.4:
+                    extra = [f"{small.col(key)} IN (SELECT {big.col(key)} FROM {big.sql})"]
+                else:
+                    op = "EXISTS" if jt == "LEFT SEMI" else "NOT EXISTS"
+                    extra = [f"{op} (SELECT 1 FROM {big.sql} WHERE "
+                             f"{big.col(key)} = {small.col(key)})"]
         elif r.random() < 0.3:
             d = self.filtered_relation(r.choice(self.world.dimensions()))
             text += f" JOIN {d.sql} ON {big.col('k2')} = {d.col('k2')}"
             rels.append(d)
-        q = self.select(text, rels)
+        q = self.select(text, rels, extra=extra)
         q.shape, q.tags = "small_side", q.tags + [jt]
         return q
 
