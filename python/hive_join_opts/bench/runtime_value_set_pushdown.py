@@ -321,4 +321,16 @@ SCENARIOS = (
         "GROUP BY o_orderpriority ORDER BY o_orderpriority",
         MONTH_KEYS,
     ),
+    _scenario(
+        "p9_exists",
+        "TPC-H Q4's shape: the month's orders with a line item of over 45 units, as `EXISTS "
+        "(SELECT ... WHERE l_orderkey = o_orderkey ...)`, which Spark makes a semi join only "
+        "after the rules run: the outer orders' min/max order id prunes the subquery's clustered "
+        "line items; Spark prunes no semi join's right side",
+        "SELECT o_orderpriority, count(*) AS orders FROM orders "
+        f"WHERE {MONTH} AND EXISTS (SELECT 1 FROM lineitem_clustered "
+        "WHERE l_orderkey = o_orderkey AND l_quantity > 45) "
+        "GROUP BY o_orderpriority ORDER BY o_orderpriority",
+        MONTH_KEYS,
+    ),
 )
