@@ -95,8 +95,9 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * side are merged into one where Spark's `MergeScalarSubqueries` can.
  *
  * '''When it must not fire''' (each is a skipped decision with the reason):
+ *  - `NOT IN`'s subquery, which is not even considered: a NULL there decides the answer;
  *  - as for [[JoinKeyValuePushdown]]: the preserved side of an outer join, the left side of an
- *    anti join; a key joined with `<=>`; `NOT IN`'s subquery (a NULL there decides the answer); a key that does not reach a Parquet or ORC data column
+ *    anti join; a key joined with `<=>`; a key that does not reach a Parquet or ORC data column
  *    or a partition column as it is; a floating-point key; an ORC string column (ORC orders its
  *    statistics otherwise);
  *  - the other side is small enough for [[JoinKeyValuePushdown]] (it evaluates it while planning),
@@ -227,10 +228,10 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
 
     /**
      * A subquery's plan pruned by the outer rows' values on its `=` keys (`keys` and the
-     * equalities of its correlation `joinCond`, each as (subquery's, outer's)), or as it is. The subquery
-     * is the right side of the semi or anti join (`joinType`) Spark makes of it, which Spark's
-     * dynamic partition pruning never takes; the planning-time rule does not evaluate an outer
-     * side, so a small one is taken here too.
+     * equalities of its correlation `joinCond`, each as (subquery's, outer's)), or as it is. The
+     * subquery is the right side of the semi or anti join (`joinType`) Spark makes of it, which
+     * Spark's dynamic partition pruning never takes; the planning-time rule does not evaluate an
+     * outer side, so a small one is taken here too.
      */
     private def subqueryPruned(
         kind: String,
