@@ -87,3 +87,21 @@ def test_queries_the_fuzzer_found_stay_fixed(spark, tmp_path, seed, index):
     report = fuzz(spark, 1, seed, tmp_path, only=index)
     assert not report.failures, report.summary()
     assert report.statuses["same"] == 1, report.summary()
+
+
+def test_the_report_counts_value_sets_that_prune_a_side_only_looked_up():
+    """A semi or anti join's right side and a subquery are looked up; an inner join's sides and
+    a semi join's left side are not."""
+    from hive_join_opts._session import Decision
+    from hive_join_opts.fuzz.runner import _looked_up
+
+    def fired(candidate: str, reason: str) -> Decision:
+        return Decision("RuntimeValueSetPushdown", candidate, "fired", reason)
+
+    assert _looked_up(fired("EXISTS subquery d1 x f1 on exists(...)", "the subquery side gets "
+                            "the min/max of k"))
+    assert _looked_up(fired("LEFT ANTI join d1 x f1 on (k = k)", "the right side gets the min/max"))
+    assert not _looked_up(fired("LEFT SEMI join f1 x d1 on (k = k)", "the left side gets the min"))
+    assert not _looked_up(fired("INNER join d1 x f1 on (k = k)", "the right side gets the min"))
+    assert not _looked_up(Decision("RuntimeValueSetPushdown", "EXISTS subquery d1 x f1", "skipped",
+                                   "the subquery side: nothing to skip"))

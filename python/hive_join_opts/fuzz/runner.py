@@ -135,6 +135,8 @@ class Case:
     fired: list[str] = field(default_factory=list)
     # Whether a run-time value set of the query collects a list of the side's keys.
     listed: bool = False
+    # Whether one prunes a side that is only looked up: a semi or anti join's right, a subquery.
+    looked_up: bool = False
     tables: str = ""
     rows: int = 0
 
@@ -163,6 +165,8 @@ class Report:
     together: Counter = field(default_factory=Counter)
     # Queries in which a run-time value set collects a list of keys beside its range.
     listed: int = 0
+    # Queries in which a run-time value set prunes a side that is only looked up.
+    looked_up: int = 0
 
     def never_fired(self) -> list[str]:
         return [r for r in self.rules if self.fired[r] == 0]
@@ -180,6 +184,9 @@ class Report:
                 f"{a} + {b} {n}" for (a, b), n in self.together.most_common(8)))
         if self.listed:
             lines.append(f"queries whose run-time value sets collect a list of keys: {self.listed}")
+        if self.looked_up:
+            lines.append("queries whose run-time value sets prune a side only looked up (a semi "
+                         f"or anti join's right side, a subquery): {self.looked_up}")
         lines.append(f"{self.empty} of the {self.statuses['same']} equal answers were empty")
         if self.invalid:
             lines.append(f"{len(self.invalid)} queries failed with the extension off too "
@@ -196,7 +203,7 @@ class Report:
             "shapes": dict(self.shapes), "failures": [asdict(c) for c in self.failures],
             "invalid": [asdict(c) for c in self.invalid], "empty": self.empty,
             "together": {f"{a} + {b}": n for (a, b), n in self.together.items()},
-            "listed": self.listed,
+            "listed": self.listed, "looked_up": self.looked_up,
         }, indent=2)
 
 
@@ -267,9 +274,18 @@ def run_case(spark, case: Case) -> Case:
         decisions = last_decisions(spark)
         case.fired = sorted({d.rule for d in decisions if d.fired})
         case.listed = any(d.fired and "distinctKeysUpTo" in d.numbers for d in decisions)
+        case.looked_up = any(_looked_up(d) for d in decisions)
     diff = difference(off, on)
     case.status, case.detail = ("differ", diff) if diff else ("same", "")
     return case
+
+
+def _looked_up(d) -> bool:
+    """Whether a fired decision of RuntimeValueSetPushdown pruned a side that is only looked
+    up: the right side of a semi or anti join, or a subquery Spark makes one."""
+    return d.rule == "RuntimeValueSetPushdown" and d.fired and (
+        d.reason.startswith("the subquery side") or d.reason.startswith("the right side")
+        and d.candidate.startswith(("LEFT SEMI", "LEFT ANTI")))
 
 
 def fuzz(
@@ -297,14 +313,14 @@ def fuzz(
     saved = {k: spark.conf.get(k, None) for k in touched}
     rules = expected_rules(spark)
     statuses, fired, shapes, together = Counter(), Counter(), Counter(), Counter()
-    failures, invalid, empty, listed = [], [], 0, 0
+    failures, invalid, empty, listed, looked_up = [], [], 0, 0, 0
     indices = [only] if only is not None else list(range(queries))
     start = time.monotonic()
     world, world_index = None, None
 
     def report(ran: int) -> Report:
         return Report(seed, ran, time.monotonic() - start, statuses, fired, shapes, rules,
-                      failures, invalid, empty, together, listed)
+                      failures, invalid, empty, together, listed, looked_up)
 
     try:
         for key, value in FIXED_SETTINGS.items():
@@ -324,6 +340,7 @@ def fuzz(
             statuses[case.status] += 1
             empty += case.status == "same" and case.rows == 0
             listed += case.listed
+            looked_up += case.looked_up
             shapes[case.shape] += 1
             fired.update(case.fired)
             together.update((a, b) for i, a in enumerate(case.fired) for b in case.fired[i + 1:]
