@@ -3,7 +3,7 @@ package hivejoinopts.mapjoinpruning
 import scala.util.Try
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Coalesce, EqualTo, Exists, Expression, InSubquery, IsNotNull, Literal, Not, ScalarSubquery, SubqueryExpression}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Coalesce, Exists, Expression, InSubquery, IsNotNull, Literal, Not, ScalarSubquery, SubqueryExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Max, Min}
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight, ColumnPruning}
 import org.apache.spark.sql.catalyst.plans.{JoinType, LeftAnti, LeftSemi}
@@ -243,10 +243,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         joinType: JoinType): LogicalPlan = {
       val candidate = s"$kind subquery ${Candidates.tables(outer)} x " +
         s"${Candidates.tables(sub)} on ${Candidates.abbreviate(conjunct.sql)}"
-      val all = keys ++ joinCond.flatMap(splitConjunctivePredicates(_)).collect {
-        case EqualTo(a, b) if subqueryAndOuter(a, b, sub, outer) => (a, b)
-        case EqualTo(a, b) if subqueryAndOuter(b, a, sub, outer) => (b, a)
-      }
+      val all = keys ++ JoinKeys.equalities(joinCond, sub, outer)
       if (all.isEmpty) {
         // An uncorrelated EXISTS is a constant: no side to prune, nothing to say.
         if (joinCond.nonEmpty) {
@@ -266,12 +263,6 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         }
       }
     }
-
-    /** Whether `a` is the subquery's expression and `b` the outer query's. */
-    private def subqueryAndOuter(
-        a: Expression, b: Expression, sub: LogicalPlan, outer: LogicalPlan): Boolean =
-      a.references.nonEmpty && a.references.subsetOf(sub.outputSet) &&
-        b.references.nonEmpty && b.references.subsetOf(outer.outputSet)
 
     /** Decided by [[JoinKeyValuePushdown]], which evaluated the side while planning. */
     private def evaluatedWhilePlanning(p: LogicalPlan): Boolean =

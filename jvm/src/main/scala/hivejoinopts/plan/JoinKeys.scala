@@ -34,10 +34,17 @@ object JoinKeys extends PredicateHelper {
   }
 
   /** The `=` key pairs of `j` (not `<=>`), as (left side's, right side's) expressions. */
-  def equalities(j: Join): Seq[(Expression, Expression)] = j match {
-    case JoinKeys(pairs, _) => pairs.filterNot(_.nullSafe).map(p => p.left -> p.right)
-    case _ => Nil
-  }
+  def equalities(j: Join): Seq[(Expression, Expression)] =
+    equalities(j.condition.toSeq, j.left, j.right)
+
+  /**
+   * The `=` key pairs (not `<=>`) among `conditions` between `left` and `right`, as (left's,
+   * right's) expressions: a subquery's correlation, say, with the subquery as `left`.
+   */
+  def equalities(conditions: Seq[Expression], left: LogicalPlan, right: LogicalPlan)
+      : Seq[(Expression, Expression)] =
+    conditions.flatMap(splitConjunctivePredicates).flatMap(keyPair(_, left, right))
+      .filterNot(_.nullSafe).map(p => p.left -> p.right)
 
   /**
    * A plan that only projects and filters one relation: cheap to read twice and to sample, and
