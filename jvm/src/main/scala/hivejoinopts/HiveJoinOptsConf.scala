@@ -258,8 +258,8 @@ object HiveJoinOptsConf {
     "When true, a join side too big to evaluate while planning (over smallSide.maxBytes or " +
       "smallSide.maxRows) still prunes the other side: its key's min/max, computed as the query " +
       "runs, prunes partitions and goes into the Parquet or ORC scan as pushed filters " +
-      "(Spark 4.x; partition columns only on Spark 3.5). Only where the footers show the range " +
-      "would skip at least bigSide.minSkippedRowShare of the scan.",
+      "(on Spark 3.5 where Spark's own file index lists the table). Only where the footers " +
+      "show the range would skip at least bigSide.minSkippedRowShare of the scan.",
     V020, default = true))
 
   val MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT: Flag[Long] = flag(Flag.duration(

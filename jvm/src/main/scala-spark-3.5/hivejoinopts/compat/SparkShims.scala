@@ -11,8 +11,10 @@ import org.apache.spark.sql.catalyst.plans.JoinType
 import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan, SubqueryAlias, UnresolvedHint, UnresolvedWith}
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.{ExecSubqueryExpression, FileSourceScanExec, SparkPlan}
+import org.apache.spark.sql.execution.datasources.{FileIndex, PartitioningAwareFileIndex}
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
+import org.apache.spark.sql.hivejoinopts.SubqueryValuesScanExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StringType, StructType}
 import org.apache.spark.unsafe.types.UTF8String
@@ -78,8 +80,35 @@ object SparkShims {
 
   def binaryCollation(s: StringType): Boolean = true
 
-  /** Spark 3.5's file scan pushes no filter holding a subquery into the reader. */
-  val scanPushesScalarSubqueries: Boolean = false
+  /**
+   * Whether a file scan of `location` can push the values of a filter's scalar subqueries into
+   * its reader: Spark 3.5's scan pushes literals only, so the scans of Spark's own file index
+   * are given that ([[withSubqueryDataFilters]]); another index (a table format's) may read
+   * its data filters as it lists files, before the subqueries' values are known.
+   */
+  def scanPushesScalarSubqueries(location: FileIndex): Boolean =
+    location.isInstanceOf[PartitioningAwareFileIndex]
+
+  /**
+   * `scan` with `filters`, conjuncts of the filter above it that hold scalar subqueries, among
+   * its data filters, their values pushed into its reader once known
+   * ([[SubqueryValuesScanExec]]): Spark 3.5 keeps a filter holding a subquery out of a file
+   * scan. Only conjuncts on its data columns that it does not have yet, of a scan that can push
+   * them ([[scanPushesScalarSubqueries]]).
+   */
+  def withSubqueryDataFilters(scan: FileSourceScanExec, filters: Seq[Expression])
+      : FileSourceScanExec = {
+    val resolver = scan.relation.sparkSession.sessionState.conf.resolver
+    val partitionColumns = scan.relation.partitionSchema.fieldNames
+    def onDataColumns(f: Expression) = f.references.nonEmpty &&
+      f.references.subsetOf(scan.outputSet) &&
+      !f.references.exists(a => partitionColumns.exists(resolver(_, a.name)))
+    def subqueries(f: Expression) = f.collect { case s: ExecSubqueryExpression => s.exprId }
+    val had = scan.dataFilters.flatMap(subqueries).toSet
+    val added = filters.filter(f => onDataColumns(f) && subqueries(f).forall(!had.contains(_)))
+    if (added.isEmpty || !scanPushesScalarSubqueries(scan.relation.location)) scan
+    else SubqueryValuesScanExec(scan, scan.dataFilters ++ added)
+  }
 
   def compareBytes(a: UTF8String, b: UTF8String): Int = a.compareTo(b)
 

@@ -11,7 +11,8 @@ import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.{CollationFactory, UnsafeRowUtils}
 import org.apache.spark.sql.classic
-import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
+import org.apache.spark.sql.execution.datasources.FileIndex
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StringType}
@@ -48,7 +49,11 @@ object SparkShims {
     s.collationId == CollationFactory.UTF8_BINARY_COLLATION_ID
 
   /** The file scan runs a filter's scalar subqueries first and pushes their results. */
-  val scanPushesScalarSubqueries: Boolean = true
+  def scanPushesScalarSubqueries(location: FileIndex): Boolean = true
+
+  /** The scan as it is: Spark 4 puts a filter's conjuncts holding subqueries into its scan. */
+  def withSubqueryDataFilters(scan: FileSourceScanExec, filters: Seq[Expression])
+      : FileSourceScanExec = scan
 
   def compareBytes(a: UTF8String, b: UTF8String): Int = a.binaryCompare(b)
 

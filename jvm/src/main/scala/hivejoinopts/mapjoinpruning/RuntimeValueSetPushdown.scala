@@ -109,8 +109,9 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *    is not smaller than the scans to prune;
  *  - the cost check above finds nothing to skip, or the footers do not tell: statistics are read
  *    for integer, date, string and decimal keys, and may be missing;
- *  - on Spark 3.5, every data column: its file scan takes no run-time values as pushed filters
- *    (partition columns only);
+ *  - on Spark 3.5, a data column of a table listed by another file index than Spark's own (a
+ *    table format's): 3.5's scan pushes literals only, and is given the values of the range
+ *    only where its listing cannot see them first ([[RuntimeValueSetWait]]);
  *  - a data column whose reader skips nothing by pushed filters (`spark.sql.parquet.filterPushdown`
  *    or `spark.sql.orc.filterPushdown` off, or Parquet's date or decimal pushdown for such a key).
  */
@@ -347,9 +348,10 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
             else None
           case _ => Some(s"${t.describe}: its partitions are not listed while planning")
         }
-        case ScanUse.PushedFilter(_) if !SparkShims.scanPushesScalarSubqueries =>
-          Some(s"${t.describe}: this Spark line's file scan takes no run-time values as " +
-            "pushed filters")
+        case ScanUse.PushedFilter(_) if !Some(t.scan).collect { case FileRelation(fs) => fs }
+            .exists(fs => SparkShims.scanPushesScalarSubqueries(fs.location)) =>
+          Some(s"${t.describe}: on this Spark line only a scan of Spark's own file index " +
+            "takes run-time values as pushed filters")
         case ScanUse.PushedFilter(format) => pushdownOff(format, t.column.dataType) match {
           case Some(key) =>
             Some(s"${t.describe}: $key is false, so its reader would skip nothing by the range")

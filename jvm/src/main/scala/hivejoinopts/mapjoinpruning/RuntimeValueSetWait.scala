@@ -3,16 +3,17 @@ package hivejoinopts.mapjoinpruning
 import scala.collection.mutable
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{ExprId, Literal, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{ExprId, Expression, Literal, NamedExpression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.physical.SinglePartition
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
-import org.apache.spark.sql.execution.{BaseSubqueryExec, ColumnarRule, FileSourceScanExec, ExecSubqueryExpression, ReusedSubqueryExec, ScalarSubquery, SparkPlan, SubqueryExec}
+import org.apache.spark.sql.execution.{BaseSubqueryExec, ColumnarRule, FileSourceScanExec, FilterExec, ExecSubqueryExpression, ReusedSubqueryExec, ScalarSubquery, SparkPlan, SubqueryExec}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
 import org.apache.spark.sql.execution.exchange.{Exchange, ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.compat.SparkShims
 import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
 import hivejoinopts.rules.HiveJoinOptsPhysicalRule
 
@@ -40,6 +41,10 @@ import hivejoinopts.rules.HiveJoinOptsPhysicalRule
  * value read from it becomes a subquery of its own over the one wait ([[ValueSetElementExec]]),
  * and a list given up on passes every key.
  *
+ * Spark 3.5 keeps a filter that holds a subquery out of the scan below it: there the scan is
+ * first given the filter's value sets, whose values it then pushes into its reader as Spark 4's
+ * scan does ([[SparkShims.withSubqueryDataFilters]]).
+ *
  * It runs on the physical plan once its subqueries are planned: as a query-stage preparation
  * rule with adaptive execution, else before the columnar transitions
  * ([[RuntimeValueSetWaitColumnar]]), and before Spark's subquery reuse, which then shares one
@@ -55,7 +60,18 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
 
   override def flag: Flag[Boolean] = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_ENABLED
 
-  override protected def rewrite(plan: SparkPlan): SparkPlan = {
+  override protected def rewrite(plan: SparkPlan): SparkPlan =
+    waitedFor(plan.transformUpWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
+      // Spark 3.5 keeps a filter holding a subquery out of its scan: the scan is given the
+      // value sets, as Spark 4 gives them, so that it pushes their values into its reader.
+      case f @ FilterExec(condition, scan: FileSourceScanExec) =>
+        val valueSets = RuntimeValueSetWait.valueSetConjuncts(condition)
+        if (valueSets.isEmpty) f
+        else f.withNewChildren(Seq(SparkShims.withSubqueryDataFilters(scan, valueSets)))
+    })
+
+  /** `plan` with each value set's subqueries waited for at most maxWait. */
+  private def waitedFor(plan: SparkPlan): SparkPlan = {
     val maxWaitMs = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT(conf)
     lazy val otherParts = RuntimeValueSetWait.parts(plan, outsideBounds = true).toSet
     // The distinct keys' subqueries, each waited for once by every value read from it.
@@ -117,7 +133,15 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
   }
 }
 
-object RuntimeValueSetWait {
+object RuntimeValueSetWait extends PredicateHelper {
+  /** The conjuncts of `condition` that hold a value set: a bound, or a list of keys. */
+  private def valueSetConjuncts(condition: Expression): Seq[Expression] =
+    splitConjunctivePredicates(condition).filter(_.exists {
+      case _: ValueSetKeysFilter => true
+      case s: ScalarSubquery => RuntimeValueSetPushdown.isLowerBound(s.plan.output).isDefined
+      case _ => false
+    })
+
   /** Whether `plan` already waits at most maxWait (itself, or the subquery a reuse points to). */
   private[mapjoinpruning] def waits(plan: BaseSubqueryExec): Boolean = plan match {
     case _: ValueSetWaitExec => true

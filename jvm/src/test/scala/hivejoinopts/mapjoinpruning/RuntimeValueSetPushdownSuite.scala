@@ -5,7 +5,6 @@ import org.apache.spark.sql.execution.FileSourceScanExec
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf}
-import hivejoinopts.compat.SparkShims
 import hivejoinopts.log.Decision
 
 /**
@@ -110,7 +109,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   }
 
   test("a month of orders prunes the sorted items' Parquet scan as the query runs") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     withOrders() {
       val d = assertMonthPrunesItems()
       // The month's ids, 7000 to 7999, lie within the range its footers give.
@@ -124,7 +122,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   }
 
   test("a few keys spread over the range: their IN list skips the row groups between them") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     val maxInValues = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_IN_VALUES.key
     for ((keyType, adaptive) <- Seq("bigint" -> "true", "bigint" -> "false", "date" -> "true",
         "string" -> "true")) {
@@ -163,7 +160,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   }
 
   test("a list of keys costs one collect of the side, however Spark copies its values' plans") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     // Five keys of a filter the footers cannot judge: the value set collects a list, read by
     // one subquery per value. Without adaptive execution Spark's subquery reuse copies each
     // value's plan on its own; every copy must still read the one collect.
@@ -189,7 +185,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   }
 
   test("explain(execute = true) shows the value set each scan got and what it read") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     withOrders() {
       for (adaptive <- Seq("true", "false")) {
         withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive) {
@@ -210,7 +205,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   }
 
   test("ORC: a month of orders prunes the sorted items' ORC scan; in no order it steps aside") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     // ORC skips the stripes, and the row groups inside them, outside the month's keys; its
     // date statistics hold days, and its decimal ones values, as Parquet's do.
     for (keyType <- Seq("bigint", "date", "decimal(12,2)", "decimal(24,2)")) {
@@ -235,7 +229,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   }
 
   test("a side without a key: an empty range, the scan reads next to nothing, Parquet and ORC") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     // The footers bound the month; the rows of the month all fail the other filter. The range
     // [1, 0] skips each row group but the one whose statistics hold both ends (0 and 1).
     val q = "SELECT count(*), sum(v) FROM items JOIN orders ON items.o = orders.id " +
@@ -268,7 +261,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   }
 
   test("a reader that skips nothing by pushed filters: the rule steps aside") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     for ((format, key) <- Seq("parquet" -> SQLConf.PARQUET_FILTER_PUSHDOWN_ENABLED.key,
         "orc" -> SQLConf.ORC_FILTER_PUSHDOWN_ENABLED.key)) {
       withOrders(format = format) {
@@ -284,7 +276,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   }
 
   test("runtime.maxWait: the bounds wait at most that long, and the answer stays the same") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     // Computing the month's value set takes over half a second: `slow_id` sleeps on the month's
     // first id. Either way it takes longer than 1 ms and less than the default maxWait.
     spark.udf.register("slow_id", (x: Long) => { if (x == 7000) Thread.sleep(500); x })
@@ -348,7 +339,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   }
 
   test("runtime.maxWait: a value set given up on is cancelled, and the answer stays the same") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     registerGatedId()
     def q = sql("SELECT count(*), sum(v) FROM items JOIN orders ON items.o = orders.id " +
       "WHERE orders.month = 7 AND gated_id(orders.id) = orders.id")
@@ -372,7 +362,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   }
 
   test("runtime.maxWait: a value set that shares work with the query, or may, is not cancelled") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     def cancellable(df: DataFrame): Seq[Boolean] = valueSetWaits(df).map(_.child.exists {
       case j: ValueSetJobsExec => j.cancelOnTimeOut
       case _ => false
@@ -415,7 +404,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
 
   test("runtime.maxWait: a value set that may share work, given up on, is cancelled as its " +
       "query ends") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     registerGatedId()
     // A side that is a join, whose value set runs on past its scan's wait. Without exchange
     // reuse the gate holds the value set's own tasks only, never the query's; it holds those of
@@ -468,7 +456,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
 
   test("runtime.maxWait on date and string keys: a bound given up on passes every row, and " +
     "keys past its fallback pass a guard") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     registerGatedId()
     def q = sql("SELECT count(*), sum(v), count(o) FROM items JOIN orders ON items.o = " +
       "orders.id WHERE orders.month = 7 AND gated_id(orders.prio) = orders.prio")
@@ -486,6 +473,8 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
         assert(d.numbers.toMap.get("maxWait").exists(_.endsWith(" ms")), d)
       }
       // The month's range now spans every item: the cost check is told to take it anyway.
+      // (Spark 3.5 writes dates before 1582 only when told how: as they are, as 4.x does.)
+      withSQLConf("spark.sql.parquet.datetimeRebaseModeInWrite" -> "CORRECTED") {
       withOrders(keyType = keyType, beyond = keys, format = format) {
         for (adaptive <- Seq("true", "false")) {
           withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
@@ -504,6 +493,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
             }
           }
         }
+      }
       }
     }
   }
@@ -555,15 +545,13 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
         }
       }
       def onItems(q: String) = runtimeDecisions(sql(q)).filter(_.candidate.contains("items"))
-      if (SparkShims.scanPushesScalarSubqueries) {
-        assert(runtimeDecisions(sql(joins(5))).exists(_.fired))
-        assert(runtimeDecisions(sql(joins(1))).exists(_.fired))
-        for (q <- joins.slice(10, 15) ++ groupingSides) {
-          assert(onItems(q).exists(_.fired), onItems(q))
-        }
-        for (q <- leftOutInputs) {
-          assert(onItems(q).exists(d => d.fired && d.reason.contains("leaves out")), onItems(q))
-        }
+      assert(runtimeDecisions(sql(joins(5))).exists(_.fired))
+      assert(runtimeDecisions(sql(joins(1))).exists(_.fired))
+      for (q <- joins.slice(10, 15) ++ groupingSides) {
+        assert(onItems(q).exists(_.fired), onItems(q))
+      }
+      for (q <- leftOutInputs) {
+        assert(onItems(q).exists(d => d.fired && d.reason.contains("leaves out")), onItems(q))
       }
       val Seq(keyFromAggregate, antiJoinAggregate, doubleKeys) = joins.takeRight(3).map(onItems)
       for (aggregate <- Seq(keyFromAggregate, antiJoinAggregate)) {
@@ -608,7 +596,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     "SELECT count(*) FROM orders x WHERE month = 7 AND EXISTS (SELECT 1 FROM items WHERE o > 7)")
 
   test("[NOT] EXISTS and IN subqueries: the outer rows' value set prunes the subquery's scan") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     withOrders() {
       assertLookedUpItemsPruned(itemSubqueries, "subquery")
       // NOT IN: a NULL in the subquery decides its answer, so the items are read whole.
@@ -620,7 +607,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   }
 
   test("the right side of a semi or anti join: the left side's value set prunes its scan") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     withOrders() {
       assertLookedUpItemsPruned(lookedUpSides, "right")
     }
@@ -675,7 +661,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       "WHERE month = 7) WHERE r <= 20)")
 
   test("a side that groups or ranks, or joins an input that does, prunes the items' scan") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     withOrders() {
       for (q <- groupingSides ++ leftOutInputs) {
         val (off, on) = offAndOn(sql(q))
@@ -686,7 +671,6 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   }
 
   test("a side filtered by an IN subquery gives its value set: the items' scan is pruned") {
-    assume(SparkShims.scanPushesScalarSubqueries)
     withOrders() {
       val q = "SELECT count(*), sum(v) FROM items JOIN orders ON o = id WHERE month = 7 AND " +
         "prio IN (SELECT prio FROM orders WHERE p = 1 AND id % 5 = 0)"
@@ -719,7 +703,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
         // Decimals are stored as integers (unscaled) up to 18 digits, in bytes above; the cost
         // check reads both. The date is computed from the int key, which no footer bounds.
         val judged = keyType != "date"
-        if (judged && SparkShims.scanPushesScalarSubqueries) assertMonthPrunesItems()
+        if (judged) assertMonthPrunesItems()
         if (!judged) assert(!fired, keyType)
       }
     }
@@ -734,11 +718,9 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       val mixed = "SELECT count(*), sum(v) FROM decimal_items JOIN orders ON o = id " +
         "WHERE month = 7"
       checkSameAnswer(sql(mixed))
-      if (SparkShims.scanPushesScalarSubqueries) {
-        val Seq(d) = runtimeDecisions(sql(mixed))
-        assert(d.fired, d)
-        assert(rowsRead(scanOf(executedPlan(sql(mixed)), "decimal_items")) < items / 5, d)
-      }
+      val Seq(d) = runtimeDecisions(sql(mixed))
+      assert(d.fired, d)
+      assert(rowsRead(scanOf(executedPlan(sql(mixed)), "decimal_items")) < items / 5, d)
     }
   }
 
