@@ -348,14 +348,13 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
             else None
           case _ => Some(s"${t.describe}: its partitions are not listed while planning")
         }
-        case ScanUse.PushedFilter(_) if !Some(t.scan).collect { case FileRelation(fs) => fs }
-            .exists(fs => SparkShims.scanPushesScalarSubqueries(fs.location)) =>
-          Some(s"${t.describe}: on this Spark line only a scan of Spark's own file index " +
-            "takes run-time values as pushed filters")
         case ScanUse.PushedFilter(format) => pushdownOff(format, t.column.dataType) match {
           case Some(key) =>
             Some(s"${t.describe}: $key is false, so its reader would skip nothing by the range")
           case None => t.scan match {
+            case FileRelation(fs) if !SparkShims.scanPushesScalarSubqueries(fs.location) =>
+              Some(s"${t.describe}: on this Spark line only a scan of Spark's own file index " +
+                "takes run-time values as pushed filters")
             case FileRelation(fs) if FileFooters.readable(fs.fileFormat) => None
             case _ => Some(s"${t.describe}: the cost check reads Parquet and ORC footers only")
           }

@@ -475,25 +475,25 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       // The month's range now spans every item: the cost check is told to take it anyway.
       // (Spark 3.5 writes dates before 1582 only when told how: as they are, as 4.x does.)
       withSQLConf("spark.sql.parquet.datetimeRebaseModeInWrite" -> "CORRECTED") {
-      withOrders(keyType = keyType, beyond = keys, format = format) {
-        for (adaptive <- Seq("true", "false")) {
-          withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
-              SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
-              HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_SKIPPED_ROW_SHARE.key -> "0",
-              HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
-            checkSameAnswer(sql(monthQuery))
-            val expected = withExtension(on = false)(q.collect().toSeq)
-            assert(expected.head.getLong(0) == 4000 + keys.size, expected)
-            withGatedValueSets { _ =>
-              checkAnswer(q, expected)
-              val Seq(report) = valueSetReports(q)
-              val numbers = report.numbers.toMap
-              assert(numbers.contains("timedOut"), s"$format $keyType: $report")
-              assert(numbers("rowsRead").toLong == items + keys.size, report)
+        withOrders(keyType = keyType, beyond = keys, format = format) {
+          for (adaptive <- Seq("true", "false")) {
+            withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
+                SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
+                HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_MIN_SKIPPED_ROW_SHARE.key -> "0",
+                HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
+              checkSameAnswer(sql(monthQuery))
+              val expected = withExtension(on = false)(q.collect().toSeq)
+              assert(expected.head.getLong(0) == 4000 + keys.size, expected)
+              withGatedValueSets { _ =>
+                checkAnswer(q, expected)
+                val Seq(report) = valueSetReports(q)
+                val numbers = report.numbers.toMap
+                assert(numbers.contains("timedOut"), s"$format $keyType: $report")
+                assert(numbers("rowsRead").toLong == items + keys.size, report)
+              }
             }
           }
         }
-      }
       }
     }
   }
