@@ -75,6 +75,17 @@ class HiveJoinOptsConfSuite extends SharedSparkSession {
     assert(notANumber.getMessage.contains(key), notANumber.getMessage)
   }
 
+  test("a size or a duration that does not parse fails at SET, naming the key") {
+    val flags = HiveJoinOptsConf.entries.filter(f => Set("bytes", "duration")(f.valueType))
+    assert(flags.map(_.valueType).toSet == Set("bytes", "duration"))
+    for (flag <- flags) {
+      val before = spark.conf.get(flag.key)
+      val e = intercept[IllegalArgumentException](spark.sql(s"SET ${flag.key}=lots"))
+      assert(e.getMessage.contains(flag.key), e.getMessage)
+      assert(spark.conf.get(flag.key) == before)
+    }
+  }
+
   test("SET switches a flag for the session") {
     spark.sql(s"SET ${HiveJoinOptsConf.SKEW_JOIN_ENABLED.key}=false")
     try assert(!HiveJoinOptsConf.SKEW_JOIN_ENABLED(spark.sessionState.conf))

@@ -1,6 +1,6 @@
 package org.apache.spark.sql.hivejoinopts
 
-import org.apache.spark.internal.config.{ConfigBuilder, ConfigEntry}
+import org.apache.spark.internal.config.{ConfigBuilder, ConfigEntry, TypedConfigBuilder}
 import org.apache.spark.network.util.ByteUnit
 import org.apache.spark.sql.internal.SQLConf
 
@@ -51,11 +51,25 @@ object Flag {
     new Flag(builder(key, doc, version).doubleConf.checkValue(valid, rule)
       .createWithDefault(default), "double")
 
+  /**
+   * `typed` whose parse errors name the flag and what it takes: Spark 3.5's parsers of sizes and
+   * durations name neither.
+   */
+  private def namingErrors(typed: TypedConfigBuilder[Long], takes: String)
+      : TypedConfigBuilder[Long] = {
+    val key = typed.parent.key
+    new TypedConfigBuilder[Long](typed.parent, value => try typed.converter(value) catch {
+      case e: IllegalArgumentException if !String.valueOf(e.getMessage).contains(key) =>
+        throw new IllegalArgumentException(s"$key should be $takes, but was '$value'", e)
+    }, typed.stringConverter)
+  }
+
   /** A size such as `10m` or `1g` (plain numbers are bytes), read as bytes. */
   def bytes(key: String, doc: String, version: String, default: String,
       valid: Long => Boolean, rule: String): Flag[Long] =
-    new Flag(builder(key, doc, version).bytesConf(ByteUnit.BYTE).checkValue(valid, rule)
-      .createWithDefaultString(default), "bytes")
+    new Flag(namingErrors(builder(key, doc, version).bytesConf(ByteUnit.BYTE),
+      "a size such as 10m or 1g").checkValue(valid, rule).createWithDefaultString(default),
+      "bytes")
 
   /**
    * A duration such as `30s` or `500ms` (plain numbers are milliseconds), read as ms. With an
@@ -63,8 +77,8 @@ object Flag {
    */
   def duration(key: String, doc: String, version: String, default: String,
       valid: Long => Boolean, rule: String, alternative: Option[String] = None): Flag[Long] =
-    new Flag(withAlternative(builder(key, doc, version), alternative)
-      .timeConf(java.util.concurrent.TimeUnit.MILLISECONDS)
+    new Flag(namingErrors(withAlternative(builder(key, doc, version), alternative)
+      .timeConf(java.util.concurrent.TimeUnit.MILLISECONDS), "a duration such as 30s or 500ms")
       .checkValue(valid, rule).createWithDefaultString(default), "duration")
 
   /** One of `values`, compared without case; read in lower case. */
