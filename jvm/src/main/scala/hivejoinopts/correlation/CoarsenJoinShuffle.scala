@@ -15,7 +15,7 @@ import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.HiveJoinOptsConf.{Correlation, Family}
 import hivejoinopts.rules.HiveJoinOptsPhysicalRule
-import hivejoinopts.plan.{JoinSide, JoinSides}
+import hivejoinopts.plan.{Candidates, JoinSide, JoinSides}
 
 /**
  * Job-flow correlation: a shuffled join on `(k, b)` followed by an aggregate or a join on `k`
@@ -80,7 +80,7 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
       coarserInput(side.pick(join.left, join.right), joinKeys(join, side), positions, n)
         .getOrElse(return None)
     }
-    val candidate = s"${join.nodeName} ${join.joinType.sql} on " +
+    val candidate = s"${join.nodeName} ${Candidates.joinTypeName(join.joinType)} on " +
       s"(${join.leftKeys.map(_.sql).mkString(", ")}) then shuffle on (${keys.map(_.sql).mkString(", ")})"
     val minDistinct = HiveJoinOptsConf.CORRELATION_COARSEN_JOIN_SHUFFLE_MIN_DISTINCT_KEYS(conf)
     val distinct =

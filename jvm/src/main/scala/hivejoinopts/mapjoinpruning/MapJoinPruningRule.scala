@@ -4,7 +4,7 @@ import org.apache.spark.sql.catalyst.expressions.{Expression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan, Subquery}
 
 import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
-import hivejoinopts.plan.{JoinKeys, JoinSide, JoinSides}
+import hivejoinopts.plan.{Candidates, JoinKeys, JoinSide, JoinSides}
 import hivejoinopts.rules.HiveJoinOptsLogicalRule
 
 /**
@@ -36,7 +36,7 @@ abstract class MapJoinPruningRule extends HiveJoinOptsLogicalRule with Predicate
     val keys = JoinKeys.equalities(j)
     val sides = JoinSide.both.filter(JoinSides(j.joinType).prunable)
     if (sides.isEmpty) {
-      Left(s"a ${j.joinType.sql} join keeps rows without a match on every side it could prune")
+      Left(s"a ${Candidates.joinTypeName(j.joinType)} join keeps rows without a match on every side it could prune")
     } else if (keys.isEmpty) {
       Left("no `=` between the two sides to take values from")
     } else {

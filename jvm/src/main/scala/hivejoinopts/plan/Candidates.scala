@@ -18,7 +18,7 @@ object Candidates {
   /** For example `Inner join store_sales x date_dim on (ss_sold_date_sk = d_date_sk)`. */
   def join(j: Join): String = {
     val on = j.condition.map(c => s" on ${abbreviate(c.sql)}").getOrElse("")
-    s"${j.joinType.sql} join ${tables(j.left)} x ${tables(j.right)}$on"
+    s"${joinTypeName(j.joinType)} join ${tables(j.left)} x ${tables(j.right)}$on"
   }
 
   /**

@@ -537,7 +537,11 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
           "GROUP BY prio) g WHERE g.prio = a.prio AND g.c > 300)) x ON o = x.id",
         "SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a JOIN orders b " +
           "ON CAST(a.id AS DOUBLE) = CAST(b.id AS DOUBLE) + 1.0 WHERE a.month = 7) x " +
-          "ON o = x.id")
+          "ON o = x.id",
+        // The same keys in an EXISTS under OR, which Spark makes an existence join.
+        "SELECT count(*), sum(v) FROM items JOIN (SELECT a.id FROM orders a WHERE a.month = 7 " +
+          "AND (a.prio = 3 OR EXISTS (SELECT 1 FROM orders b WHERE CAST(a.id AS DOUBLE) = " +
+          "CAST(b.id AS DOUBLE) + 1.0 AND b.prio = 2))) x ON o = x.id")
       for (adaptive <- Seq("true", "false");
            q <- joins ++ lookedUpSides ++ itemSubqueries ++ otherItemSubqueries) {
         withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive) {
@@ -553,13 +557,16 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       for (q <- leftOutInputs) {
         assert(onItems(q).exists(d => d.fired && d.reason.contains("leaves out")), onItems(q))
       }
-      val Seq(keyFromAggregate, antiJoinAggregate, doubleKeys) = joins.takeRight(3).map(onItems)
+      val Seq(keyFromAggregate, antiJoinAggregate, doubleKeys, existenceDoubleKeys) =
+        joins.takeRight(4).map(onItems)
       for (aggregate <- Seq(keyFromAggregate, antiJoinAggregate)) {
         assert(aggregate.nonEmpty && aggregate.forall(d => !d.fired &&
           d.reason.contains("holds Aggregate")), aggregate)
       }
-      assert(doubleKeys.nonEmpty && doubleKeys.forall(d => !d.fired &&
-        d.reason.contains("normalizes only later")), doubleKeys)
+      for (decisions <- Seq(doubleKeys, existenceDoubleKeys)) {
+        assert(decisions.nonEmpty && decisions.forall(d => !d.fired &&
+          d.reason.contains("normalizes only later")), decisions)
+      }
     }
   }
 

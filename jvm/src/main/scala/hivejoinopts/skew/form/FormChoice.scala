@@ -10,7 +10,7 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf._
-import hivejoinopts.plan.{FileRelation, JoinKeys, JoinSides}
+import hivejoinopts.plan.{Candidates, FileRelation, JoinKeys, JoinSides}
 import hivejoinopts.scan.{KeyColumn, KeySample, KeySampler, Narrowing, OrcStringStatistics, ParquetFileSkipping, RowGroupOverlap}
 import hivejoinopts.skew.keys.{Input, SkewDetection, SkewedKeys}
 
@@ -71,7 +71,7 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
     SKEW_JOIN_FORM(conf) match {
       case _ if unionUnsafe.isDefined && saltedExact => pick(SplitForm.Salted)
       case _ if unionUnsafe.isDefined => Left(s"${unionUnsafe.get}, and the salted form is not " +
-        s"exact for a ${j.joinType.sql} join with the skew on the ${b.side} side")
+        s"exact for a ${Candidates.joinTypeName(j.joinType)} join with the skew on the ${b.side} side")
       case "union" => pick(SplitForm.Union)
       case "salted" if saltedExact => pick(SplitForm.Salted)
       case "salted" => pick(SplitForm.Union) // the salted form would replicate a preserved row
@@ -88,7 +88,7 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
       case _ if saltedExact => pick(SplitForm.Salted)
       case _ => Left(s"no exact form: the union form would compute an input that is not a " +
         s"plain scan twice, and the salted form would replicate a preserved row of a " +
-        s"${j.joinType.sql} join")
+        s"${Candidates.joinTypeName(j.joinType)} join")
     }
   }
 
