@@ -121,6 +121,28 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
+  test("a bucketed table's scan, which Spark's bucket rules copy, keeps its value set") {
+    withOrders() {
+      withTable("items_bucketed") {
+        spark.table("items").write.bucketBy(4, "o").sortBy("o")
+          .option("parquet.block.size", "8192").saveAsTable("items_bucketed")
+        val q = "SELECT count(*), sum(v) FROM items_bucketed b JOIN orders ON b.o = orders.id " +
+          "WHERE orders.month = 7"
+        for (adaptive <- Seq("true", "false")) {
+          withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
+              SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
+            val (off, on) = offAndOn(sql(q))
+            val scan = scanOf(on, "items_bucketed")
+            assert(scan.bucketedScan, scan)
+            assert(pushed(scan).contains("GreaterThanOrEqual(o,ScalarSubquery"), pushed(scan))
+            assert(rowsRead(scanOf(off, "items_bucketed")) == items)
+            assert(rowsRead(scan) < items / 5, rowsRead(scan))
+          }
+        }
+      }
+    }
+  }
+
   test("a few keys spread over the range: their IN list skips the row groups between them") {
     val maxInValues = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_IN_VALUES.key
     for ((keyType, adaptive) <- Seq("bigint" -> "true", "bigint" -> "false", "date" -> "true",
