@@ -23,6 +23,8 @@ from .tables import KEY_TYPES, VALUE_TYPES, World
 
 JOIN_TYPES = ["INNER", "INNER", "LEFT OUTER", "RIGHT OUTER", "FULL OUTER", "LEFT SEMI", "LEFT ANTI"]
 KEEPS_LEFT_ONLY = ("LEFT SEMI", "LEFT ANTI")
+# The tag of a query whose subquery predicate sits under OR, NOT or CASE (`nested`).
+NESTED = "nested subquery"
 NUMERIC = ("int", "bigint", "double", "decimal")
 
 
@@ -562,10 +564,21 @@ class QueryGenerator:
             op = r.choice(["EXISTS", "EXISTS", "NOT EXISTS"])
             extra = f" AND z.x > {rel.col('x')}" if "x" in rel.columns and r.random() < 0.3 else ""
             pred = f"{op} (SELECT 1 FROM {t2} z WHERE z.{key} = {rel.col(key)}{extra})"
+        nested = r.random() < 0.3
+        if nested:
+            pred = self.nested(pred, rel.col(key))
         hint = self.hint(rels) if r.random() < 0.2 else ""
         q = self.select(text, rels, hint, extra=[pred])
-        q.shape, q.tags = "subquery", q.tags + used + [op]
+        q.shape, q.tags = "subquery", q.tags + used + [op] + [NESTED] * nested
         return q
+
+    def nested(self, pred: str, key: str) -> str:
+        """A subquery predicate under OR, NOT or CASE, where Spark makes it an existence join."""
+        return self.rnd.choice([
+            f"({key} IS NULL OR {pred})",
+            f"NOT ({key} IS NOT NULL AND NOT ({pred}))",
+            f"CASE WHEN {pred} THEN true ELSE {key} IS NULL END",
+        ])
 
     def two_key_join_grouped_on_one(self) -> Query:
         """CoarsenJoinShuffle: a shuffled join on (k, k2) under a GROUP BY k or a join on k."""
@@ -658,6 +671,7 @@ class QueryGenerator:
         text = f"{big.sql} {jt} JOIN {small.sql} ON {big.col(key)} = {small.col(key)}"
         rels = [big] if jt in KEEPS_LEFT_ONLY else [big, small]
         extra: list[str] = []
+        nested = False
         if jt in KEEPS_LEFT_ONLY and r.random() < 0.4:
             # The fact on the right of a semi or anti join: only looked up, it takes the small
             # side's values; or the same lookup as a subquery, which Spark makes that join.
@@ -671,12 +685,15 @@ class QueryGenerator:
                     op = "EXISTS" if jt == "LEFT SEMI" else "NOT EXISTS"
                     extra = [f"{op} (SELECT 1 FROM {big.sql} WHERE "
                              f"{big.col(key)} = {small.col(key)})"]
+                nested = r.random() < 0.3
+                if nested:
+                    extra = [self.nested(extra[0], small.col(key))]
         elif r.random() < 0.3:
             d = self.filtered_relation(r.choice(self.world.dimensions()))
             text += f" JOIN {d.sql} ON {big.col('k2')} = {d.col('k2')}"
             rels.append(d)
         q = self.select(text, rels, extra=extra)
-        q.shape, q.tags = "small_side", q.tags + [jt]
+        q.shape, q.tags = "small_side", q.tags + [jt] + [NESTED] * nested
         return q
 
     def crossed(self) -> Query:

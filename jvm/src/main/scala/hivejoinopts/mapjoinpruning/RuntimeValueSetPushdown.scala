@@ -63,7 +63,8 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * earlier ones, written in id order, read only the new ids' range of it). Subqueries are still
  * expressions when the rule runs; they are taken as the joins Spark makes of them: `k IN (SELECT
  * ...)` prunes the filtered side by the subquery's values or, where that does not pay, the
- * subquery by the filtered rows' keys; `[NOT] EXISTS` correlated on `=` prunes the subquery:
+ * subquery by the filtered rows' keys; `[NOT] EXISTS` correlated on `=` prunes the subquery,
+ * also under `OR`, `NOT` or `CASE` (Spark's existence join only looks its right side up):
  * {{{
  *   Filter (month = 7 AND exists#1 [id])        Filter (month = 7 AND exists#1 [id])
  *   :  +- Filter (o = outer(id))           ->   :  +- Filter (o = outer(id))
@@ -95,7 +96,8 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * side are merged into one where Spark's `MergeScalarSubqueries` can.
  *
  * '''When it must not fire''' (each is a skipped decision with the reason):
- *  - `NOT IN`'s subquery, which is not even considered: a NULL there decides the answer;
+ *  - `NOT IN`'s subquery, or an `IN` under `OR` or `NOT`, which is not even considered: a NULL
+ *    there decides the answer;
  *  - as for [[JoinKeyValuePushdown]]: the preserved side of an outer join, the left side of an
  *    anti join; a key joined with `<=>`; a key that does not reach a Parquet or ORC data column
  *    or a partition column as it is; a floating-point key; an ORC string column (ORC orders its
@@ -176,10 +178,11 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
     }
 
     /**
-     * A filter's subqueries, which Spark makes semi and anti joins after the rules run: an
-     * uncorrelated `k IN (SELECT ...)` prunes the filter's child the same way; where it does not,
-     * and for `[NOT] EXISTS` on `=` keys, the outer rows prune the subquery's scans (a row there
-     * that no outer row matches decides nothing). `NOT IN` is left alone: its NULLs decide.
+     * A filter's subqueries, which Spark makes semi, anti and existence joins after the rules
+     * run: an uncorrelated `k IN (SELECT ...)` prunes the filter's child the same way; where it
+     * does not, and for `EXISTS` on `=` keys wherever it sits in the condition, the outer rows
+     * prune the subquery's scans (a row there that no outer row matches decides nothing). `NOT
+     * IN`, and an `IN` under `OR` or `NOT`, are left alone: their NULLs decide.
      */
     private def considerSubqueries(f: Filter): LogicalPlan = {
       val conjuncts = splitConjunctivePredicates(f.condition)
@@ -206,7 +209,13 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         case not @ Not(e: Exists) =>
           val sub = subqueryPruned("NOT EXISTS", not, e.plan, e.joinCond, Nil, outer, LeftAnti)
           if (sub eq e.plan) not else Not(e.withNewPlan(sub))
-        case c => c
+        // An EXISTS under OR, NOT or CASE: Spark makes it an existence join, whose right side
+        // is only looked up too. An IN there is left alone: its NULLs may decide.
+        case c => c.transformWithPruning(_.containsPattern(EXISTS_SUBQUERY)) {
+          case e: Exists =>
+            val sub = subqueryPruned("EXISTS", e, e.plan, e.joinCond, Nil, outer, LeftSemi)
+            if (sub eq e.plan) e else e.withNewPlan(sub)
+        }
       }
       if ((child eq f.child) && rewritten.zip(conjuncts).forall(p => p._1 eq p._2)) f
       else Filter(rewritten.reduce(And), child)

@@ -565,7 +565,8 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
           "AND (a.prio = 3 OR EXISTS (SELECT 1 FROM orders b WHERE CAST(a.id AS DOUBLE) = " +
           "CAST(b.id AS DOUBLE) + 1.0 AND b.prio = 2))) x ON o = x.id")
       for (adaptive <- Seq("true", "false");
-           q <- joins ++ lookedUpSides ++ itemSubqueries ++ otherItemSubqueries) {
+           q <- joins ++ lookedUpSides ++ itemSubqueries ++ nestedItemSubqueries ++
+             otherItemSubqueries) {
         withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive) {
           checkSameAnswer(sql(q))
         }
@@ -613,6 +614,18 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     "SELECT count(*), sum(id) FROM orders WHERE month = 7 AND " +
       "id IN (SELECT o FROM items WHERE v % 8 = 1)")
 
+  /**
+   * The same lookups under `OR`, `NOT` or `CASE`, which Spark makes existence joins (no order id
+   * is negative, every `prio` is): the items are their right side, only looked up.
+   */
+  private val nestedItemSubqueries = Seq(
+    "SELECT count(*), sum(x.id) FROM orders x WHERE month = 7 AND (x.id < 0 OR " +
+      "EXISTS (SELECT 1 FROM items WHERE o = x.id AND v % 8 = 1))",
+    "SELECT count(*), sum(x.id) FROM orders x WHERE month = 7 AND (x.id < 0 OR " +
+      "NOT EXISTS (SELECT 1 FROM items WHERE o = x.id AND v % 8 = 1))",
+    "SELECT count(*), sum(x.id) FROM orders x WHERE month = 7 AND CASE WHEN " +
+      "EXISTS (SELECT 1 FROM items WHERE o = x.id AND v % 8 = 1) THEN x.prio >= 0 ELSE false END")
+
   /** Subqueries on the items the rule leaves alone or that need more than one key's values. */
   private val otherItemSubqueries = Seq(
     "SELECT count(*), sum(id) FROM orders WHERE month = 7 AND " +
@@ -622,16 +635,20 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     "SELECT count(*), sum(x.id) FROM orders x WHERE month = 7 AND " +
       "NOT EXISTS (SELECT 1 FROM items WHERE o = x.id + 1 AND v % 8 = 1) AND " +
       "x.prio IN (SELECT v % 13 FROM items WHERE o = x.id)",
-    "SELECT count(*) FROM orders x WHERE month = 7 AND EXISTS (SELECT 1 FROM items WHERE o > 7)")
+    "SELECT count(*) FROM orders x WHERE month = 7 AND EXISTS (SELECT 1 FROM items WHERE o > 7)",
+    "SELECT count(*), sum(id) FROM orders WHERE month = 7 AND (id < 0 OR " +
+      "NOT (id IN (SELECT o FROM items WHERE v % 8 = 1)))")
 
   test("[NOT] EXISTS and IN subqueries: the outer rows' value set prunes the subquery's scan") {
     withOrders() {
-      assertLookedUpItemsPruned(itemSubqueries, "subquery")
-      // NOT IN: a NULL in the subquery decides its answer, so the items are read whole.
-      val notIn = otherItemSubqueries.head
-      val (_, on) = offAndOn(sql(notIn))
-      assert(rowsRead(itemsScan(on)) == items)
-      assert(!runtimeDecisions(sql(notIn)).exists(_.fired), runtimeDecisions(sql(notIn)))
+      assertLookedUpItemsPruned(itemSubqueries ++ nestedItemSubqueries, "subquery")
+      // NOT IN, also under OR: a NULL in the subquery decides its answer, so the items are
+      // read whole.
+      for (notIn <- Seq(otherItemSubqueries.head, otherItemSubqueries.last)) {
+        val (_, on) = offAndOn(sql(notIn))
+        assert(rowsRead(itemsScan(on)) == items, notIn)
+        assert(!runtimeDecisions(sql(notIn)).exists(_.fired), runtimeDecisions(sql(notIn)))
+      }
     }
   }
 
