@@ -333,4 +333,16 @@ SCENARIOS = (
         "GROUP BY o_orderpriority ORDER BY o_orderpriority",
         MONTH_KEYS,
     ),
+    _scenario(
+        "p10_exists_or",
+        "p9's lookup under OR: the month's orders that are urgent or have a line item of over "
+        "45 units (`o_orderpriority = '1-URGENT' OR EXISTS (...)`), which Spark makes an "
+        "existence join: the outer orders' min/max order id prunes the subquery's clustered "
+        "line items, as in p9",
+        "SELECT o_orderpriority, count(*) AS orders FROM orders "
+        f"WHERE {MONTH} AND (o_orderpriority = '1-URGENT' OR EXISTS (SELECT 1 FROM "
+        "lineitem_clustered WHERE l_orderkey = o_orderkey AND l_quantity > 45)) "
+        "GROUP BY o_orderpriority ORDER BY o_orderpriority",
+        MONTH_KEYS,
+    ),
 )
