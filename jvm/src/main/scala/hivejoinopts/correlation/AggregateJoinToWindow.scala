@@ -135,10 +135,12 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
   private def aggregateOnLookedUpSide(j: Join, aggregated: JoinSide): Either[Declined, Unit] =
     j.joinType match {
       case t if JoinSides(t).lookedUpOnly(aggregated) => Right(())
-      case LeftSemi | LeftAnti => decline(s"the aggregate is the ${Candidates.joinTypeName(j.joinType)} join's kept side")
-      case LeftOuter | RightOuter | FullOuter =>
-        decline(s"the ${Candidates.joinTypeName(j.joinType)} join preserves the aggregate side's rows")
-      case other => decline(s"${other.sql} joins with a hint or of this type are left as they are")
+      case LeftSemi | LeftAnti =>
+        decline(s"the aggregate is the ${Candidates.joinTypeName(j.joinType)} join's kept side")
+      case LeftOuter | RightOuter | FullOuter => decline(
+        s"the ${Candidates.joinTypeName(j.joinType)} join preserves the aggregate side's rows")
+      case other => decline(s"${Candidates.joinTypeName(other)} joins with a hint or of this " +
+        "type are left as they are")
     }
 
   /**

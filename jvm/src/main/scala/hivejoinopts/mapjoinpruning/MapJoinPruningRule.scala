@@ -36,7 +36,8 @@ abstract class MapJoinPruningRule extends HiveJoinOptsLogicalRule with Predicate
     val keys = JoinKeys.equalities(j)
     val sides = JoinSide.both.filter(JoinSides(j.joinType).prunable)
     if (sides.isEmpty) {
-      Left(s"a ${Candidates.joinTypeName(j.joinType)} join keeps rows without a match on every side it could prune")
+      Left(s"a ${Candidates.joinTypeName(j.joinType)} join keeps rows without a match on every " +
+        "side it could prune")
     } else if (keys.isEmpty) {
       Left("no `=` between the two sides to take values from")
     } else {

@@ -67,8 +67,8 @@ private[mapjoinpruning] object RuntimeValueSetSide extends AliasHelper with Pred
       case r: DataSourceV2Relation =>
         s"reads ${r.name} through a DataSource V2 relation, which Spark plans only later as a scan"
       case j: Join if j.condition.exists(normalizedLater) =>
-        s"holds a ${Candidates.joinTypeName(j.joinType)} join on keys that Spark normalizes only later (floating " +
-          "point or a collated string)"
+        s"holds a ${Candidates.joinTypeName(j.joinType)} join on keys that Spark normalizes " +
+          "only later (floating point or a collated string)"
     }
 
   /**

@@ -114,7 +114,8 @@ private[mapjoinpruning] object ValueSetPushdown extends PredicateHelper {
             JoinSides(joinType).filtersPassTo(RightSide)) {
           walk(right, key, replace).map(r => j.copy(right = r))
         } else {
-          stop(s"the key comes through the preserved side of a ${Candidates.joinTypeName(joinType)} join")
+          stop("the key comes through the preserved side of a " +
+            s"${Candidates.joinTypeName(joinType)} join")
         }
 
       case u: Union =>

@@ -82,7 +82,8 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
     val text = Candidates.join(j)
     j match {
       case _ if !Supported.contains(j.joinType) =>
-        decide[LogicalPlan](text)(decline(s"${Candidates.joinTypeName(j.joinType)} joins are not rewritten"))
+        decide[LogicalPlan](text)(
+          decline(s"${Candidates.joinTypeName(j.joinType)} joins are not rewritten"))
       case _ if !j.condition.forall(_.deterministic) =>
         decide[LogicalPlan](text)(decline("the join condition is not deterministic"))
       case JoinKeys(pairs, others) =>
@@ -177,9 +178,9 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
       chosen <- forms.choose(c.join, b, o, skew).left.map(Declined(_, c.numbers))
       _ <- declineIf(chosen.form == SplitForm.Union &&
           !JoinSides(c.join.joinType).mayCopy(b.side.other) && c.others.nonEmpty)(
-        s"the map-side branch of a ${Candidates.joinTypeName(c.join.joinType)} join with the skew on the ${b.side} " +
-          "side matches against the distinct skewed keys, which cannot evaluate the non-equi " +
-          "part of the condition", c.numbers: _*)
+        s"the map-side branch of a ${Candidates.joinTypeName(c.join.joinType)} join with the " +
+          s"skew on the ${b.side} side matches against the distinct skewed keys, which cannot " +
+          "evaluate the non-equi part of the condition", c.numbers: _*)
       buckets = forms.saltBuckets(skew)
       // Detected skew must pay for the split; a hint or table metadata asks for it.
       payoff = found.sample.filter(_ => skew.source == SkewSource.Detection)

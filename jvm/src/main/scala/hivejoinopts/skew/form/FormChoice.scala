@@ -71,7 +71,8 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
     SKEW_JOIN_FORM(conf) match {
       case _ if unionUnsafe.isDefined && saltedExact => pick(SplitForm.Salted)
       case _ if unionUnsafe.isDefined => Left(s"${unionUnsafe.get}, and the salted form is not " +
-        s"exact for a ${Candidates.joinTypeName(j.joinType)} join with the skew on the ${b.side} side")
+        s"exact for a ${Candidates.joinTypeName(j.joinType)} join with the skew on the " +
+        s"${b.side} side")
       case "union" => pick(SplitForm.Union)
       case "salted" if saltedExact => pick(SplitForm.Salted)
       case "salted" => pick(SplitForm.Union) // the salted form would replicate a preserved row

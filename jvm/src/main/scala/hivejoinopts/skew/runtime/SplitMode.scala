@@ -2,7 +2,7 @@ package hivejoinopts.skew.runtime
 
 import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 
-import hivejoinopts.plan.{JoinSide, JoinSides, LeftSide, RightSide}
+import hivejoinopts.plan.{Candidates, JoinSide, JoinSides, LeftSide, RightSide}
 
 /**
  * How a heavy key's rows are joined in tasks of their own, exact for the join type:
@@ -59,14 +59,15 @@ private[runtime] object SplitMode {
       } else if (allMatch && !sides.pairs && split == RightSide) {
         Right(LeftRowsOnly(t))
       } else Left(s"the ${copied} side's rows would be copied to each task, and a " +
-        s"${t.sql} join keeps them when they match nothing, which ${shape.whyRowsMayMatchNothing}")
+        s"${Candidates.joinTypeName(t)} join keeps them when they match nothing, which " +
+        shape.whyRowsMayMatchNothing)
     }
     if (heavy.size == 2) {
       if (allMatch && !sides.pairs) Right(LeftRowsOnly(t))
       else if (sides.pairs && (sides.preserved.isEmpty || allMatch)) Right(Grid(Inner))
-      else Left(s"both sides are heavy on the key, and a ${t.sql} join must see all of one " +
-        s"side's rows of it in one task: a row of the key may match nothing, as " +
-        shape.whyRowsMayMatchNothing)
+      else Left(s"both sides are heavy on the key, and a ${Candidates.joinTypeName(t)} join " +
+        "must see all of one side's rows of it in one task: a row of the key may match " +
+        s"nothing, as ${shape.whyRowsMayMatchNothing}")
     } else spread(heavy.head)
   }
 
