@@ -278,6 +278,16 @@ object HiveJoinOptsConf {
       "cannot judge (else its keys fill the range). 0 collects none.",
     V020, default = 32, n => n >= 0 && n <= 1000, "Must be between 0 and 1000."))
 
+  val MAP_JOIN_PRUNING_RUNTIME_MIN_FILTERED_ROW_SHARE: Flag[Double] = flag(Flag.double(
+    PREFIX + "mapJoinPruning.runtime.minFilteredRowShare",
+    "Where a run-time value set would skip no row group (a scan in no order on the key), the " +
+      "scan still waits for it and filters its rows by the range before they are shuffled, " +
+      "when the range is estimated to rule out at least this share of the scan's rows (from " +
+      "the other side's footers and the scan's row-group statistics, keys taken as spread " +
+      "evenly within each; integer and date keys). Not where the other side is broadcast: " +
+      "the scan's rows are then not shuffled. 1 turns this off.",
+    V020, default = 0.5, v => v > 0 && v <= 1, "Must be a share above 0 and at most 1."))
+
   val MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES: Flag[Long] = flag(Flag.bytes(
     PREFIX + "mapJoinPruning.smallSide.maxBytes",
     "A join side is evaluated while planning only when Spark estimates it at most this size, " +

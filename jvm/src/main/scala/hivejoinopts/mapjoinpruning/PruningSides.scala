@@ -121,6 +121,16 @@ private[mapjoinpruning] final class PruningSides(
     (traced.map(_._1).filter(_.targets.nonEmpty), traced.flatMap(_._2).distinct)
   }
 
+  /**
+   * The keys' targets that [[trace]] leaves out for being Parquet data columns in no order:
+   * their row groups skip nothing, but a range may still filter their rows.
+   */
+  def traceUnordered(big: LogicalPlan, keys: Seq[(Expression, Expression)]): Seq[TracedKey] =
+    keys.collect { case (bigKey, smallKey) if ValueSetPushdown.supportedType(bigKey.dataType) =>
+      TracedKey(bigKey, smallKey, ValueSetPushdown.walk(big, bigKey, _ => None).targets
+        .filter(unorderedParquet(_).isDefined))
+    }.filter(_.targets.nonEmpty)
+
   /** Spark's estimate of the scans the keys reach. */
   def scanBytes(keys: Seq[TracedKey]): BigInt = keys.flatMap(_.targets).map(_.scan).distinct
     .map(s => Try(s.stats.sizeInBytes).getOrElse(BigInt(0))).sum

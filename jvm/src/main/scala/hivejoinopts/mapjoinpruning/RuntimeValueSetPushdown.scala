@@ -85,8 +85,13 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * `bigSide.maxRowGroupOverlap`), and the estimated range must rule out at least
  * `bigSide.minSkippedRowShare` of the scan's sampled rows (by Parquet row groups or ORC stripes)
  * or of its partitions. ORC's reader also skips the row groups inside a stripe, so on ORC the
- * check counts from below. Line items in no order, or orders whose dates do not follow their
- * ids (TPC-H's), leave the plan as it is.
+ * check counts from below. A scan in no order on the key skips no row group, but where its
+ * rows are shuffled (the other side is not broadcast) and the range is estimated to rule out at
+ * least `runtime.minFilteredRowShare` of them (integer and date keys, taken as spread evenly
+ * within each row group), the filter Spark keeps above the scan drops them before the shuffle:
+ * the scan waits for the value set, as Spark's run-time bloom filter would, but the join's
+ * shuffle carries only the rows the side may match. Orders whose dates do not follow their ids
+ * (TPC-H's), whose month spans every id, leave the plan as it is.
  *
  * '''Spark's own run-time filters.''' Dynamic partition pruning covers a partition column on
  * the sides of the join it prunes (not an anti join's) when the join broadcasts the other side
@@ -128,6 +133,8 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
   private class Pass(settings: PruningSettings, deadline: Long) {
     import settings._
     private val sides = new PruningSides(session, settings, deadline)
+    private val minFilteredRowShare =
+      HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MIN_FILTERED_ROW_SHARE(conf)
 
     def run(plan: LogicalPlan): LogicalPlan =
       plan.transformUpWithPruning(_.containsAnyPattern(JOIN, IN_SUBQUERY, EXISTS_SUBQUERY)) {
@@ -164,7 +171,8 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
             val sparkPrunes = sparkPrunesPartitions(
               SparkJoinSelection.dynamicallyPrunable(j.joinType, side),
               otherBroadcast = broadcast.contains(side.other.pick(BuildLeft, BuildRight)))
-            side -> plan(side.name, side.of(j), side.other.of(j), keys, sparkPrunes)
+            side -> plan(side.name, side.of(j), side.other.of(j), keys, sparkPrunes,
+              rowsShuffled = !broadcast.contains(side.other.pick(BuildLeft, BuildRight)))
           }
           options.collectFirst { case (side, Right(p)) => side -> p } match {
             case Some((side, p)) =>
@@ -230,7 +238,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       // Spark's semi join of the IN prunes its left side, the filtered one.
       plan("filtered", child, in.query.plan,
           in.values.zip(in.query.plan.output.take(in.values.size)),
-          sparkPrunesPartitions(prunable = true, broadcast)) match {
+          sparkPrunesPartitions(prunable = true, broadcast), rowsShuffled = !broadcast) match {
         case Left(why) => skipped(candidate, why); None
         case Right(p) => Some(applied(candidate, p))
       }
@@ -267,7 +275,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       } else {
         plan("subquery", sub, outer, all, sparkPrunesPartitions(
           SparkJoinSelection.dynamicallyPrunable(joinType, RightSide), otherBroadcast = false),
-          planningTimeTakesSmallSide = false) match {
+          rowsShuffled = true, planningTimeTakesSmallSide = false) match {
           case Left(why) => skipped(candidate, why); sub
           case Right(p) => applied(candidate, p)
         }
@@ -279,17 +287,32 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       p.getTagValue(JoinKeyValuePushdown.Evaluated).isDefined ||
         p.children.exists(_.getTagValue(JoinKeyValuePushdown.EvaluatedSide).isDefined)
 
-    /** The range filters for `big` from `small`'s run-time values, or why there are none. */
+    /**
+     * The range filters for `big` from `small`'s run-time values, or why there are none.
+     * `rowsShuffled`: `big`'s rows are shuffled or broadcast (not streamed past a broadcast),
+     * so that filtering them pays even where no row group is skipped.
+     */
     private def plan(
         sideName: String,
         big: LogicalPlan,
         small: LogicalPlan,
         keys: Seq[(Expression, Expression)],
         sparkPrunes: Boolean,
+        rowsShuffled: Boolean,
         planningTimeTakesSmallSide: Boolean = true): Either[String, RuntimePlan] = {
       lazy val (traced, notPushed) = sides.trace(big, keys)
-      lazy val targets = traced.map(k => k.copy(targets =
+      def usable(ks: Seq[TracedKey]): Seq[TracedKey] = ks.map(k => k.copy(targets =
         k.targets.filter(runtimeUse(_, sparkPrunes).isEmpty))).filter(_.targets.nonEmpty)
+      val filtersRows = rowsShuffled && minFilteredRowShare < 1
+      // Parquet columns in no order skip no row group; their rows may still be filtered.
+      lazy val unordered = if (filtersRows) usable(sides.traceUnordered(big, keys)) else Nil
+      lazy val targets = {
+        val ordered = usable(traced)
+        ordered.map(k => k.copy(targets = k.targets ++
+          unordered.filter(_.bigKey eq k.bigKey).flatMap(_.targets))) ++
+          unordered.filterNot(u => ordered.exists(_.bigKey eq u.bigKey))
+      }
+      lazy val unorderedTargets = unordered.flatMap(_.targets).toSet
       lazy val bigBytes = sides.scanBytes(targets)
       lazy val unsuitable = sides.unsuitableSmallSide(small)
       lazy val valueSetSide = RuntimeValueSetSide.of(small, keys.map(_._2))
@@ -313,9 +336,13 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
           s"reads of the other side ($smallBytes bytes)")
       } else {
         val judged = targets.map(k => k -> estimate(valueSetSide.toOption.get.plan, k))
+        def gain(t: Target, est: FilteredKeyRange.Estimate): Option[Gain] =
+          Some(t).filterNot(unorderedTargets).flatMap(skippedShare(_, est))
+            .filter(_ >= minSkippedRowShare).map(Gain(_, readsSkipped = true))
+            .orElse(Some(t).filter(_ => filtersRows).flatMap(filteredShare(_, est))
+              .filter(_ >= minFilteredRowShare).map(Gain(_, readsSkipped = false)))
         val paying = judged.collect { case (k, Right(est)) =>
-          (k, est, k.targets.flatMap(t =>
-            skippedShare(t, est).filter(_ >= minSkippedRowShare).map(t -> _)))
+          (k, est, k.targets.flatMap(t => gain(t, est).map(t -> _)))
         }.filter(_._3.nonEmpty)
         if (paying.isEmpty) {
           why(judged.map {
@@ -323,7 +350,9 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
             case (k, Right(est)) => s"${k.name}: the other side's estimated range " +
               s"[${est.lo}, ${est.hi}] rules out less than $minSkippedRowShare " +
               "(bigSide.minSkippedRowShare) of the rows or partitions of " +
-              k.targets.map(_.describe).mkString(", ")
+              k.targets.map(_.describe).mkString(", ") + (if (!filtersRows) "" else
+                s", and filters less than $minFilteredRowShare (runtime.minFilteredRowShare) " +
+                  "of their rows before the shuffle")
           }.mkString("; "))
         } else {
           Right(RuntimePlan(sideName, big, valueSetSide.toOption.get, paying, smallBytes,
@@ -432,6 +461,19 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       }.flatten
     }
 
+    /**
+     * The share of a Parquet or ORC target's sampled rows whose key the range rules out, each
+     * row group's keys taken as spread evenly between its statistics' bounds: what filtering the
+     * rows removes where no row group is skipped.
+     */
+    private def filteredShare(t: Target, est: FilteredKeyRange.Estimate): Option[Double] =
+      (t.use, t.scan) match {
+        case (ScanUse.PushedFilter(_), FileRelation(fs)) if FileFooters.readable(fs.fileFormat) =>
+          RowGroupOverlap.rowShareInRange(session, fs, t.column.name, t.column.dataType, est.lo,
+            est.hi, sampleFiles, deadline).map(1 - _)
+        case _ => None
+      }
+
     /** The share of the target's sampled rows (Parquet, ORC) or partitions the range rules out. */
     private def skippedShare(t: Target, est: FilteredKeyRange.Estimate): Option[Double] =
       (t.use, t.scan) match {
@@ -482,8 +524,11 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       val ranges: Seq[(String, Any)] = perKey.flatMap { case (k, est, ts, _) =>
         (s"estimatedRange(${k.name})", s"[${est.lo}, ${est.hi}] (${est.passing} of " +
           s"${est.rowGroups} row groups of the other side may pass its filters)") +:
-          ts.map { case (t, share) =>
-            (s"estimatedSkipped(${t.describe})", f"${share * 100}%.1f%%")
+          ts.map {
+            case (t, Gain(share, true)) =>
+              (s"estimatedSkipped(${t.describe})", f"${share * 100}%.1f%%")
+            case (t, Gain(share, false)) =>
+              (s"estimatedFilteredRows(${t.describe})", f"${share * 100}%.1f%%")
           }
       }
       val unbounded = p.keys.map(_._1.smallKey.dataType).distinct
@@ -509,6 +554,10 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       fired(candidate, s"the ${p.sideName} side gets $inValues of $smallKeys " +
         "(computed as the query runs, before the scan reads) in " +
         p.keys.flatMap(_._3.map(_._1.describe)).distinct.mkString(", ") +
+        Some(p.keys.flatMap(_._3.collect { case (t, Gain(_, false)) => t.describe }).distinct)
+          .filter(_.nonEmpty).map(ts => s"; ${ts.mkString(", ")} skips no row group (in no " +
+            "order on the key), so its rows are filtered by the range before they are shuffled")
+          .getOrElse("") +
         (if (p.valueSetSide.leftOut.isEmpty) "" else "; the value set leaves out the side's " +
           s"join to ${p.valueSetSide.leftOut.mkString(", ")}, so its range covers more keys " +
           "than the side holds"),
@@ -526,9 +575,15 @@ private[mapjoinpruning] final case class RuntimePlan(
     sideName: String,
     big: LogicalPlan,
     valueSetSide: ValueSetSide,
-    keys: Seq[(TracedKey, FilteredKeyRange.Estimate, Seq[(Target, Double)])],
+    keys: Seq[(TracedKey, FilteredKeyRange.Estimate, Seq[(Target, Gain)])],
     smallBytes: BigInt,
     bigBytes: BigInt)
+
+/**
+ * What a value set gains on one scan: the share of its rows (or partitions) estimated to be
+ * skipped as they are read (`readsSkipped`), or only filtered out before the shuffle.
+ */
+private[mapjoinpruning] final case class Gain(share: Double, readsSkipped: Boolean)
 
 object RuntimeValueSetPushdown {
   /** The names of the two bounds' columns: the lower bound's, then the upper bound's. */

@@ -9,7 +9,7 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, PartitioningAwareFileIndex}
-import org.apache.spark.sql.types.{DataType, DateType, DecimalType}
+import org.apache.spark.sql.types.{ByteType, DataType, DateType, DecimalType, IntegerType, LongType, ShortType}
 
 import hivejoinopts.compat.SparkShims
 
@@ -82,6 +82,48 @@ private[hivejoinopts] object RowGroupOverlap {
     val total = counts.flatten.map(_._2).sum
     if (counts.isEmpty || counts.exists(_.isEmpty) || total == 0) None
     else Some(counts.flatten.map(_._1).sum.toDouble / total)
+  }
+
+  /**
+   * The share of rows, in up to `maxFiles` of the relation's files, whose integer or date
+   * `column` lies in [lo, hi], each row group's values taken as spread evenly between its
+   * statistics' minimum and maximum: what a filter on that range keeps of rows in no order on
+   * the column, where [[rowShareMayHold]] sees every row group held. NULLs are not kept. None
+   * when the footers do not tell, or for another type.
+   */
+  def rowShareInRange(
+      session: SparkSession,
+      relation: HadoopFsRelation,
+      column: String,
+      columnType: DataType,
+      lo: Any,
+      hi: Any,
+      maxFiles: Int,
+      deadlineNanos: Long): Option[Double] = (integral(lo), integral(hi), columnType) match {
+    case (Some(l), Some(h), ByteType | ShortType | IntegerType | LongType | DateType) =>
+      val (_, chunks) = sampledChunks(session, relation, column, maxFiles, deadlineNanos)
+      val groups = chunks.map(_.filter(estimateOrder(_, columnType).isDefined).map(_.rowGroups))
+      val kept = groups.flatten.flatten.map(g => (g.range, g.nulls) match {
+        case _ if g.rows == 0 => Some(0.0)
+        case (None, Some(nulls)) if nulls == g.rows => Some(0.0)
+        case (Some((min, max)), nulls) =>
+          for (a <- integral(min); b <- integral(max) if a <= b) yield {
+            val overlap = (BigDecimal(math.min(b, h)) - math.max(a, l) + 1).max(0)
+            (overlap / (BigDecimal(b) - a + 1)).toDouble * (g.rows - nulls.getOrElse(0L))
+          }
+        case _ => None
+      })
+      val total = groups.flatten.flatten.map(_.rows).sum
+      if (groups.exists(_.isEmpty) || kept.exists(_.isEmpty) || total == 0) None
+      else Some(kept.flatten.sum / total)
+    case _ => None
+  }
+
+  /** An integer statistic or value (a date's day number) as a Long. */
+  private def integral(v: Any): Option[Long] = v match {
+    case n @ (_: java.lang.Integer | _: java.lang.Long | _: java.lang.Short | _: java.lang.Byte) =>
+      Some(n.asInstanceOf[Number].longValue)
+    case _ => None
   }
 
   /**

@@ -779,6 +779,41 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
+  test("items in no order, shuffled: the range filters their rows before the shuffle") {
+    // The month's 1,000 ids of 20,000: every row group spans them all, but 95% of the items'
+    // keys lie outside their range. Broadcasts off: the items are shuffled to the join.
+    withSQLConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
+      for (format <- Seq("parquet", "orc"); keyType <- Seq("bigint", "int", "date")) {
+        withOrders(sorted = false, format = format, keyType = keyType) {
+          val (off, on) = offAndOn(sql(monthQuery))
+          val scan = itemsScan(on)
+          assert(rowsRead(itemsScan(off)) == items && rowsRead(scan) == items, on)
+          val filtered = collect(on) {
+            case f: org.apache.spark.sql.execution.FilterExec if f.exists(_ eq scan) => f
+          }.headOption.map(_.metrics("numOutputRows").value)
+          assert(filtered.exists(_ < items / 10), s"$format $keyType: $filtered rows\n$on")
+          val Seq(d) = runtimeDecisions(sql(monthQuery))
+          assert(d.fired && d.reason.contains("before they are shuffled"), d)
+          val Seq(share) = d.numbers.collect {
+            case (k, v) if k.startsWith("estimatedFilteredRows(items.o") => v
+          }
+          assert(share.stripSuffix("%").toDouble > 80, d)
+        }
+      }
+      // The flag at 1, or a range that rules out too little, keeps Spark's plan.
+      withOrders(sorted = false) {
+        withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MIN_FILTERED_ROW_SHARE.key -> "1") {
+          val Seq(d) = runtimeDecisions(sql(monthQuery))
+          assert(!d.fired && d.reason.contains("in no order"), d)
+        }
+        val wide = "SELECT count(*), sum(v) FROM items JOIN orders ON o = id WHERE month < 15"
+        checkSameAnswer(sql(wide))
+        val Seq(w) = runtimeDecisions(sql(wide))
+        assert(!w.fired && w.reason.contains("filters less than 0.5"), w)
+      }
+    }
+  }
+
   test("orders whose months do not follow their ids: nothing to skip, the plan stays") {
     withOrders() {
       val q = "SELECT count(*), sum(v) FROM items JOIN orders ON o = id WHERE prio = 3"

@@ -1,6 +1,6 @@
 package hivejoinopts.scan
 
-import org.apache.spark.sql.types.{DateType, Decimal, DecimalType, IntegerType}
+import org.apache.spark.sql.types.{DataType, DateType, Decimal, DecimalType, IntegerType}
 
 import hivejoinopts.ParquetTables
 import hivejoinopts.scan.ParquetFileSkipping.Kept
@@ -61,6 +61,23 @@ class RowGroupOverlapSuite extends ParquetTables {
     // Statistics that are not compared exactly with the column's values do not tell.
     assert(RowGroupOverlap.rowShareMayHold(spark, fsRelationOf("sorted"), "k", DateType,
       Kept.Between(0, 9), 16, deadline).isEmpty)
+  }
+
+  test("the share of rows in a range, values spread evenly within each row group") {
+    def inRange(table: String, lo: Any, hi: Any, dataType: DataType = IntegerType) =
+      RowGroupOverlap.rowShareInRange(spark, fsRelationOf(table), "k", dataType, lo, hi, 16,
+        deadline).getOrElse(fail(s"the footers told nothing of $table"))
+    // Every row group of the shuffled keys spans 0 to 99: a tenth of the keys, a tenth of rows.
+    assert(math.abs(inRange("shuffled", 0, 9) - 0.1) < 0.01, inRange("shuffled", 0, 9))
+    assert(inRange("shuffled", 0, 99) == 1.0 && inRange("shuffled", 200, 300) == 0.0)
+    // In order, a row group within the range counts whole; one across it, in part.
+    assert(math.abs(inRange("sorted", 0, 9) - 0.1) < 0.03, inRange("sorted", 0, 9))
+    val first = java.time.LocalDate.of(2000, 1, 1).toEpochDay.toInt
+    val days = inRange("sorted_dates", first, first + 49, DateType)
+    assert(math.abs(days - 0.5) < 0.03, days)
+    // Decimals and other values are not interpolated.
+    assert(RowGroupOverlap.rowShareInRange(spark, fsRelationOf("sorted_decimal7"), "k",
+      DecimalType(7, 2), Decimal(0), Decimal(1), 16, deadline).isEmpty)
   }
 
   test("dates are compared by their day: the share of a date range's rows") {
