@@ -63,6 +63,9 @@ def draw_settings(rnd: random.Random) -> dict[str, str]:
         PREFIX + "mapJoinPruning.runtime.maxWait": rnd.choice(["30s", "1ms"]),
         # The run-time list of distinct keys: a short one overflows on most sides.
         PREFIX + "mapJoinPruning.runtime.maxInValues": rnd.choice(["2", "32"]),
+        # A scan in no order on the key takes the range as a filter on its rows before the
+        # shuffle; the small tables' ranges are wide, so a low share takes more of them.
+        PREFIX + "mapJoinPruning.runtime.minFilteredRowShare": rnd.choice(["0.5", "0.05"]),
     }
 
 
@@ -107,10 +110,13 @@ PROFILES: dict[str, dict[str, str]] = {
 # Run-time value sets wherever the footers allow: every join side counts as too big to evaluate
 # while planning, so map-join pruning takes its run-time path, with every other rule as eager as
 # in crossed-rules.
+# Scans in no order on the key are told from the others (maxRowGroupOverlap 0.5), so that their
+# rows are filtered before the shuffle where the range rules them out.
 PROFILES["runtime-value-sets"] = {
     **PROFILES["crossed-rules"],
     PREFIX + "mapJoinPruning.smallSide.maxBytes": "1b",
     PREFIX + "mapJoinPruning.bigSide.minBytes": "0",
+    PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap": "0.5",
 }
 
 # The shapes a profile draws instead of the generator's usual mix (QueryGenerator.SHAPES).
@@ -139,6 +145,8 @@ class Case:
     looked_up: bool = False
     # Whether its subquery predicate sits under OR, NOT or CASE (an existence join in Spark).
     nested: bool = False
+    # Whether a run-time value set filters the rows of a scan in no order before the shuffle.
+    rows_filtered: bool = False
     tables: str = ""
     rows: int = 0
 
@@ -171,6 +179,8 @@ class Report:
     looked_up: int = 0
     # Of those, the queries whose subquery sits under OR, NOT or CASE.
     nested_looked_up: int = 0
+    # Queries in which a run-time value set filters a scan's rows in no order before the shuffle.
+    rows_filtered: int = 0
 
     def never_fired(self) -> list[str]:
         return [r for r in self.rules if self.fired[r] == 0]
@@ -192,6 +202,9 @@ class Report:
             lines.append("queries whose run-time value sets prune a side only looked up (a semi "
                          f"or anti join's right side, a subquery): {self.looked_up}, "
                          f"{self.nested_looked_up} of them a subquery under OR, NOT or CASE")
+        if self.rows_filtered:
+            lines.append("queries whose run-time value sets filter the rows of a scan in no "
+                         f"order before the shuffle: {self.rows_filtered}")
         lines.append(f"{self.empty} of the {self.statuses['same']} equal answers were empty")
         if self.invalid:
             lines.append(f"{len(self.invalid)} queries failed with the extension off too "
@@ -209,7 +222,7 @@ class Report:
             "invalid": [asdict(c) for c in self.invalid], "empty": self.empty,
             "together": {f"{a} + {b}": n for (a, b), n in self.together.items()},
             "listed": self.listed, "looked_up": self.looked_up,
-            "nested_looked_up": self.nested_looked_up,
+            "nested_looked_up": self.nested_looked_up, "rows_filtered": self.rows_filtered,
         }, indent=2)
 
 
@@ -281,6 +294,8 @@ def run_case(spark, case: Case) -> Case:
         case.fired = sorted({d.rule for d in decisions if d.fired})
         case.listed = any(d.fired and "distinctKeysUpTo" in d.numbers for d in decisions)
         case.looked_up = any(_looked_up(d) for d in decisions)
+        case.rows_filtered = any(d.fired and any(k.startswith("estimatedFilteredRows(")
+                                                 for k in d.numbers) for d in decisions)
     diff = difference(off, on)
     case.status, case.detail = ("differ", diff) if diff else ("same", "")
     return case
@@ -319,14 +334,14 @@ def fuzz(
     saved = {k: spark.conf.get(k, None) for k in touched}
     rules = expected_rules(spark)
     statuses, fired, shapes, together = Counter(), Counter(), Counter(), Counter()
-    failures, invalid, empty, listed, looked_up, nested = [], [], 0, 0, 0, 0
+    failures, invalid, empty, listed, looked_up, nested, filtered = [], [], 0, 0, 0, 0, 0
     indices = [only] if only is not None else list(range(queries))
     start = time.monotonic()
     world, world_index = None, None
 
     def report(ran: int) -> Report:
         return Report(seed, ran, time.monotonic() - start, statuses, fired, shapes, rules,
-                      failures, invalid, empty, together, listed, looked_up, nested)
+                      failures, invalid, empty, together, listed, looked_up, nested, filtered)
 
     try:
         for key, value in FIXED_SETTINGS.items():
@@ -348,6 +363,7 @@ def fuzz(
             listed += case.listed
             looked_up += case.looked_up
             nested += case.looked_up and case.nested
+            filtered += case.rows_filtered
             shapes[case.shape] += 1
             fired.update(case.fired)
             together.update((a, b) for i, a in enumerate(case.fired) for b in case.fired[i + 1:]

@@ -114,8 +114,10 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *    keys; one on top gives the keys of its input, filters above it dropped); or what
  *    the value set reads of it a second time, its joins' inputs and `IN` subqueries included,
  *    is not smaller than the scans to prune;
- *  - the cost check above finds nothing to skip, or the footers do not tell: statistics are read
- *    for integer, date, string and decimal keys, and may be missing;
+ *  - the cost check above finds nothing to skip, and, on a scan whose rows are shuffled, too
+ *    few rows to filter out; or the footers do not tell: statistics are read for integer, date,
+ *    string and decimal keys (rows to filter are estimated for integer and date keys only), and
+ *    may be missing;
  *  - on Spark 3.5, a data column of a table listed by another file index than Spark's own (a
  *    table format's): 3.5's scan pushes literals only, and is given the values of the range
  *    only where its listing cannot see them first ([[RuntimeValueSetWait]]);
