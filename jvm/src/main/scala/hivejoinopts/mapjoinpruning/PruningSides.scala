@@ -49,6 +49,12 @@ private[mapjoinpruning] case class Orientation(
     bigBytes: BigInt,
     notPushed: Seq[String])
 
+/** The keys [[PruningSides.trace]] found scans for, by order of their row groups. */
+private[mapjoinpruning] case class Traced(
+    ordered: Seq[TracedKey],
+    unordered: Seq[TracedKey],
+    notPushed: Seq[String])
+
 /** A join key on the big side and the small side, with the scans it reaches. */
 private[mapjoinpruning] case class TracedKey(
     bigKey: Expression,
@@ -78,7 +84,7 @@ private[mapjoinpruning] final class PruningSides(
       big: LogicalPlan,
       small: LogicalPlan,
       keys: Seq[(Expression, Expression)]): Either[String, Orientation] = {
-    val (usable, notPushed) = trace(big, keys)
+    val Traced(usable, _, notPushed) = trace(big, keys)
     lazy val smallStats = Try(small.stats).toOption
     lazy val bigBytes = scanBytes(usable)
     lazy val unsuitable = unsuitableSmallSide(small)
@@ -102,11 +108,11 @@ private[mapjoinpruning] final class PruningSides(
   }
 
   /**
-   * The keys that reach scans of `big` where values can be pushed (Parquet data columns only
-   * where their row groups are in some order), and why the others cannot.
+   * The keys that reach scans of `big` where values can be pushed: `ordered` where row groups can
+   * be skipped, `unordered` for Parquet data columns in no order (no row group is skipped, but a
+   * range may still filter their rows), and why the others cannot take values.
    */
-  def trace(big: LogicalPlan, keys: Seq[(Expression, Expression)])
-      : (Seq[TracedKey], Seq[String]) = {
+  def trace(big: LogicalPlan, keys: Seq[(Expression, Expression)]): Traced = {
     val traced = keys.map { case (bigKey, smallKey) =>
       val walk = if (ValueSetPushdown.supportedType(bigKey.dataType)) {
         ValueSetPushdown.walk(big, bigKey, _ => None)
@@ -114,22 +120,14 @@ private[mapjoinpruning] final class PruningSides(
         Walk(big, Nil, Seq(s"the key ${bigKey.sql} has type ${bigKey.dataType.sql}, " +
           "which the rule does not push"))
       }
-      val (unordered, targets) = walk.targets.map(t => t -> unorderedParquet(t))
+      val (unordered, ordered) = walk.targets.map(t => t -> unorderedParquet(t))
         .partition(_._2.isDefined)
-      (TracedKey(bigKey, smallKey, targets.map(_._1)), walk.blocked ++ unordered.flatMap(_._2))
+      (TracedKey(bigKey, smallKey, ordered.map(_._1)),
+        TracedKey(bigKey, smallKey, unordered.map(_._1)), walk.blocked ++ unordered.flatMap(_._2))
     }
-    (traced.map(_._1).filter(_.targets.nonEmpty), traced.flatMap(_._2).distinct)
+    Traced(traced.map(_._1).filter(_.targets.nonEmpty), traced.map(_._2).filter(_.targets.nonEmpty),
+      traced.flatMap(_._3).distinct)
   }
-
-  /**
-   * The keys' targets that [[trace]] leaves out for being Parquet data columns in no order:
-   * their row groups skip nothing, but a range may still filter their rows.
-   */
-  def traceUnordered(big: LogicalPlan, keys: Seq[(Expression, Expression)]): Seq[TracedKey] =
-    keys.collect { case (bigKey, smallKey) if ValueSetPushdown.supportedType(bigKey.dataType) =>
-      TracedKey(bigKey, smallKey, ValueSetPushdown.walk(big, bigKey, _ => None).targets
-        .filter(unorderedParquet(_).isDefined))
-    }.filter(_.targets.nonEmpty)
 
   /** Spark's estimate of the scans the keys reach. */
   def scanBytes(keys: Seq[TracedKey]): BigInt = keys.flatMap(_.targets).map(_.scan).distinct

@@ -170,11 +170,11 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
           val broadcast = SparkJoinSelection.broadcastSide(j, JoinKeys.equalities(j).map(_._1),
             conf)
           val options = prunable.map { case (side, keys) =>
+            val otherBroadcast = broadcast.contains(side.other.pick(BuildLeft, BuildRight))
             val sparkPrunes = sparkPrunesPartitions(
-              SparkJoinSelection.dynamicallyPrunable(j.joinType, side),
-              otherBroadcast = broadcast.contains(side.other.pick(BuildLeft, BuildRight)))
+              SparkJoinSelection.dynamicallyPrunable(j.joinType, side), otherBroadcast)
             side -> plan(side.name, side.of(j), side.other.of(j), keys, sparkPrunes,
-              rowsShuffled = !broadcast.contains(side.other.pick(BuildLeft, BuildRight)))
+              rowsShuffled = !otherBroadcast)
           }
           options.collectFirst { case (side, Right(p)) => side -> p } match {
             case Some((side, p)) =>
@@ -302,12 +302,12 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         sparkPrunes: Boolean,
         rowsShuffled: Boolean,
         planningTimeTakesSmallSide: Boolean = true): Either[String, RuntimePlan] = {
-      lazy val (traced, notPushed) = sides.trace(big, keys)
+      lazy val Traced(traced, unorderedTraced, notPushed) = sides.trace(big, keys)
       def usable(ks: Seq[TracedKey]): Seq[TracedKey] = ks.map(k => k.copy(targets =
         k.targets.filter(runtimeUse(_, sparkPrunes).isEmpty))).filter(_.targets.nonEmpty)
       val filtersRows = rowsShuffled && minFilteredRowShare < 1
       // Parquet columns in no order skip no row group; their rows may still be filtered.
-      lazy val unordered = if (filtersRows) usable(sides.traceUnordered(big, keys)) else Nil
+      lazy val unordered = if (filtersRows) usable(unorderedTraced) else Nil
       lazy val targets = {
         val ordered = usable(traced)
         ordered.map(k => k.copy(targets = k.targets ++

@@ -103,7 +103,8 @@ private[hivejoinopts] object RowGroupOverlap {
     case (Some(l), Some(h), ByteType | ShortType | IntegerType | LongType | DateType) =>
       val (_, chunks) = sampledChunks(session, relation, column, maxFiles, deadlineNanos)
       val groups = chunks.map(_.filter(estimateOrder(_, columnType).isDefined).map(_.rowGroups))
-      val kept = groups.flatten.flatten.map(g => (g.range, g.nulls) match {
+      val rowGroups = groups.flatten.flatten
+      val kept = rowGroups.map(g => (g.range, g.nulls) match {
         case _ if g.rows == 0 => Some(0.0)
         case (None, Some(nulls)) if nulls == g.rows => Some(0.0)
         case (Some((min, max)), nulls) =>
@@ -113,7 +114,7 @@ private[hivejoinopts] object RowGroupOverlap {
           }
         case _ => None
       })
-      val total = groups.flatten.flatten.map(_.rows).sum
+      val total = rowGroups.map(_.rows).sum
       if (groups.exists(_.isEmpty) || kept.exists(_.isEmpty) || total == 0) None
       else Some(kept.flatten.sum / total)
     case _ => None
