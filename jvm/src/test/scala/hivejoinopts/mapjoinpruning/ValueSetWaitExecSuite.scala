@@ -40,6 +40,11 @@ private case class GatedSubqueryExec(child: SparkPlan, gate: CountDownLatch, val
 private[mapjoinpruning] object ValueSetGate {
   @volatile private var gate = new CountDownLatch(0)
   @volatile private var closedUntil = 0L
+  // The stages whose tasks found the gate closed and waited at it.
+  private val heldStages = ConcurrentHashMap.newKeySet[Int]()
+
+  /** Whether a task of the stage waited at the closed gate. */
+  def held(stageId: Int): Boolean = heldStages.contains(stageId)
 
   /** Closes the gate, for a minute at most: a test that goes wrong fails, it does not hang. */
   def close(): Unit = {
@@ -54,6 +59,7 @@ private[mapjoinpruning] object ValueSetGate {
    */
   def pass(): Unit = {
     val task = Option(TaskContext.get())
+    if (gate.getCount > 0) task.foreach(t => heldStages.add(t.stageId()))
     while (!gate.await(10, TimeUnit.MILLISECONDS) && !task.exists(_.isInterrupted()) &&
       System.nanoTime() < closedUntil) {}
   }
@@ -89,6 +95,7 @@ private[mapjoinpruning] class ValueSetJobs(session: SparkSession) extends SparkL
   // Each tagged job that started, and its value-set tags: one tag per collect of a value set's
   // subquery.
   private val tagsOf = new ConcurrentHashMap[Int, Seq[String]]()
+  private val stagesOf = new ConcurrentHashMap[Int, Seq[Int]]()
 
   override def onOtherEvent(event: SparkListenerEvent): Unit = event match {
     case e: SparkListenerSQLExecutionStart => executions.add(e.executionId.toString)
@@ -100,7 +107,10 @@ private[mapjoinpruning] class ValueSetJobs(session: SparkSession) extends SparkL
     val tags = properties.flatMap(p => Option(p.getProperty("spark.job.tags")))
       .toSeq.flatMap(_.split(",")).filter(_.startsWith(ValueSetJobsExec.TagPrefix))
     val execution = properties.flatMap(p => Option(p.getProperty(SQLExecution.EXECUTION_ID_KEY)))
-    if (tags.nonEmpty && execution.forall(executions.contains)) tagsOf.put(job.jobId, tags)
+    if (tags.nonEmpty && execution.forall(executions.contains)) {
+      stagesOf.put(job.jobId, job.stageIds)
+      tagsOf.put(job.jobId, tags)
+    }
   }
 
   /** How many collects of value sets' subqueries ran jobs: each runs under a tag of its own. */
@@ -120,6 +130,18 @@ private[mapjoinpruning] class ValueSetJobs(session: SparkSession) extends SparkL
    * ended): a job the gate holds ends before the gate's minute only when it is cancelled.
    */
   def oneCancelled(): Seq[Boolean] = endedOnce(allEnded || succeeded.containsValue(false))
+
+  /**
+   * Whether each tagged job that the gate held succeeded, once all have ended: such a job ends
+   * before the gate's minute only when it is cancelled. (A job that met no row at the gate, as
+   * one whose rows the scan's filters left out, may end first, succeeded.)
+   */
+  def heldEnded(): Seq[Boolean] = {
+    ended()
+    succeeded.asScala.toSeq.collect {
+      case (job, ok) if stagesOf.get(job).exists(ValueSetGate.held) => ok.booleanValue
+    }
+  }
 
   private def allEnded: Boolean =
     !tagsOf.isEmpty && tagsOf.keySet.asScala.forall(succeeded.containsKey)
