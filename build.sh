@@ -3,7 +3,7 @@
 #
 #   ./build.sh demo     set up, build the default Spark line's JAR, run the demo (local Spark,
 #                       generated data)
-#   ./build.sh test     set up, build, run every test: ScalaTest under Maven and pytest on the
+#   ./build.sh test     set up, build, run every test: ScalaTest under Maven beside pytest on the
 #                       default Spark line, then the check of every other line in its own venv
 #   ./build.sh test --spark 3.5   the whole suite on one Spark line instead (a developer's run)
 #   ./build.sh bench    set up, build the default line's JAR, run the benchmark (arguments go
@@ -225,6 +225,44 @@ EOF
   die "ScalaTest failed (profile $profile): the tests above"
 }
 
+# The default line's tests in two streams at once, as one test JVM keeps only about one of the
+# two cores busy: ScalaTest in one, pytest in the other; each stream then checks the other Spark
+# lines with the wheel, a line taken by whichever stream is free first. pytest's output comes as
+# it runs, the other stream's after it.
+test_default_line() {
+  local profile=$1 wheel claims log jvm py py_status=0 jvm_status=0
+  shift
+  build_wheel
+  wheel="$ROOT/$(ls dist/hive_join_opts-*.whl)"
+  say "preparing the TPC data and query texts the tests read"
+  "$VENV/bin/python" -c 'import sys; sys.path.insert(0, "tests"); import tpc
+for b in ("tpch", "tpcds"): tpc.generate(b); tpc.queries(b)'
+  claims=$(mktemp -d)
+  log="$ROOT/jvm/target/scalatest-and-lines.log"
+  other_lines() {
+    local other
+    for other in $(release_lines); do
+      [ "$other" != "$DEFAULT_LINE" ] && mkdir "$claims/$other" 2>/dev/null || continue
+      check_line "$other" "$wheel"
+    done
+  }
+  trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+  say "ScalaTest (Maven, Spark $DEFAULT_LINE) beside pytest; its output follows pytest's, in $log"
+  (scalatest "$profile"; other_lines) > "$log" 2>&1 &
+  jvm=$!
+  (say "pytest (Spark $DEFAULT_LINE)"; "$VENV/bin/python" -m pytest "${TEST_SIZES[@]}" "$@"
+   other_lines) &
+  py=$!
+  wait "$py" || py_status=$?
+  wait "$jvm" || jvm_status=$?
+  trap - EXIT
+  rm -rf "$claims"
+  say "ScalaTest (Maven, Spark $DEFAULT_LINE), then the lines its stream checked:"
+  cat "$log"
+  [ "$py_status" = 0 ] || die "pytest on Spark $DEFAULT_LINE, or a line checked after it, failed (above)"
+  [ "$jvm_status" = 0 ] || die "ScalaTest, or a line checked after it, failed (above)"
+}
+
 run_tests() {
   local line=$DEFAULT_LINE
   if [ "${1:-}" = "--spark" ]; then
@@ -236,15 +274,7 @@ run_tests() {
   local profile start=$SECONDS
   profile=$(profile_for "$line")
   if [ "$line" = "$DEFAULT_LINE" ]; then
-    say "ScalaTest (Maven, Spark $line)"
-    scalatest "$profile"
-    say "pytest (Spark $line)"
-    "$VENV/bin/python" -m pytest "${TEST_SIZES[@]}" "$@"
-    build_wheel
-    local other
-    for other in $(release_lines); do
-      [ "$other" = "$DEFAULT_LINE" ] || check_line "$other" "$ROOT/$(ls dist/hive_join_opts-*.whl)"
-    done
+    test_default_line "$profile" "$@"
   else
     # One line's whole suite, against the sources (editable install) in the line's environment.
     local venv
