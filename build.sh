@@ -113,7 +113,7 @@ build_jars() {
     if [ -z "$jar" ] || [ "$(cat "$dir/.main-sources.sha" 2>/dev/null)" != "$hash" ]; then
       [[ "$asked" == *" $profile "* ]] || continue
       say "building the extension JAR for ${profile/-/ } with Maven"
-      "${MVN[@]}" -q package -Dmaven.test.skip=true "-P$profile"
+      "${MVN[@]}" -q package -Dmaven.test.skip=true -DskipTests "-P$profile"
       echo "$hash" > "$dir/.main-sources.sha"
       jar=$(ls "$dir"/hive-join-opts-*.jar | grep -v -e sources -e tests -e bench | head -n1)
     fi
