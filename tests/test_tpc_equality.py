@@ -44,7 +44,7 @@ EXTENSION_CONF = {
 
 # Every join side too big to evaluate while planning, so that map-join pruning computes its value
 # sets as the query runs (RuntimeValueSetPushdown) from the sides the queries have: joins, unions
-# and subqueries among them. Run on every TPC-H query and every fifth TPC-DS query (the test run's
+# and subqueries among them. Run on every TPC-H query and every tenth TPC-DS query (the test run's
 # time; all 125 gave the same rows).
 RUNTIME_VALUE_SETS_CONF = {
     **EXTENSION_CONF,
@@ -66,12 +66,27 @@ BY_DATE_QUERIES = ("q3", "q7", "q12", "q25", "q37", "q43", "q82")
 # missing generator fails the run, it never shrinks it.
 LINE_QUERIES = ("q2", "q3", "q9", "q13", "q17", "q18", "q20", "q21")
 
+# TPC-DS queries where a rule besides the key counts and value pushdown fires on this data
+# (AggregateJoinToWindow, CoarsenJoinShuffle, MergeSameKeyAggregates, PruneRepeatedInSubquery):
+# always run, with every other query of the rest (the test run's time; all 103 gave the same rows).
+TPCDS_ALWAYS = ("q1", "q6", "q14b", "q17", "q25", "q29", "q30", "q32", "q64", "q65", "q81", "q88",
+                "q90", "q92", "q95")
+
+
+def _tpc_cases(benchmark: str) -> list[tuple[str, str]]:
+    items = list(tpc.queries(benchmark).items())
+    if benchmark == "tpch":
+        return items
+    return [(name, sql) for i, (name, sql) in enumerate(items)
+            if i % 2 == 0 or name in TPCDS_ALWAYS]
+
+
 CASES = [
     pytest.param(benchmark, name, sql, id=f"{benchmark}-{name}",
                  marks=[pytest.mark.line] if benchmark == "tpch" and name in LINE_QUERIES
                  else [])
     for benchmark in ("tpch", "tpcds")
-    for name, sql in tpc.queries(benchmark).items()
+    for name, sql in _tpc_cases(benchmark)
 ] + [
     pytest.param("tpcds_by_date", name, sql, id=f"tpcds_by_date-{name}")
     for name, sql in tpc.queries("tpcds").items()
@@ -79,7 +94,7 @@ CASES = [
 ] + [
     pytest.param(f"{benchmark}_runtime_value_sets", name, sql,
                  id=f"{benchmark}_runtime_value_sets-{name}")
-    for benchmark, every in (("tpch", 1), ("tpcds", 5))
+    for benchmark, every in (("tpch", 1), ("tpcds", 10))
     for name, sql in list(tpc.queries(benchmark).items())[::every]
 ]
 
