@@ -231,10 +231,10 @@ EOF
   die "ScalaTest failed (profile $profile): the tests above"
 }
 
-# The default line's tests in two streams at once, as one test JVM keeps only about one of the
-# two cores busy: ScalaTest in one, pytest in the other; each stream then checks the other Spark
-# lines with the wheel, a line taken by whichever stream is free first. pytest's output comes as
-# it runs, the other stream's after it.
+# The default line's tests in two streams at once, ScalaTest in one, pytest in the other, for the
+# cores a test JVM leaves idle (on a busy 2-core machine each stream then runs at about half its
+# speed: little is gained); each stream then checks the other Spark lines with the wheel, a line
+# taken by whichever stream is free first. pytest's output comes as it runs, the other's after.
 test_default_line() {
   local profile=$1 wheel claims log jvm py py_status=0 jvm_status=0
   shift

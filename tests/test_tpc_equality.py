@@ -99,13 +99,18 @@ CASES = [
 ]
 
 
+def _tables(benchmark: str) -> str:
+    """The benchmark whose tables a case reads: a run-time value sets' case reads its plain one's."""
+    return benchmark.removesuffix("_runtime_value_sets")
+
+
 @pytest.fixture(scope="module")
 def use_benchmark(spark):
     """Registers a benchmark's tables (TPC-H and TPC-DS share table names, so one at a time)."""
     registered = {"name": None}
 
     def use(benchmark: str):
-        tables = benchmark.removesuffix("_runtime_value_sets")
+        tables = _tables(benchmark)
         if registered["name"] != tables:
             if tables == "tpcds_by_date":
                 tpc.register(spark, "tpcds", tpc.partition_by_date(spark, tpc.generate("tpcds")))
@@ -143,7 +148,7 @@ def test_same_rows_with_extension_on_and_off(use_benchmark, benchmark, name, sql
     spark = use_benchmark(benchmark)
     conf = (RUNTIME_VALUE_SETS_CONF if benchmark.endswith("_runtime_value_sets")
             else EXTENSION_CONF)
-    tables = benchmark.removesuffix("_runtime_value_sets")
+    tables = _tables(benchmark)
     off = SPARK_ANSWERS.get((tables, sql)) or _answer(spark, sql, OFF_CONF)
     SPARK_ANSWERS[(tables, sql)] = off
     on = _answer(spark, sql, conf)
