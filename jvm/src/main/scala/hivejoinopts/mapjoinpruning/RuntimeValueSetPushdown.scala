@@ -302,14 +302,14 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         sparkPrunes: Boolean,
         rowsShuffled: Boolean,
         planningTimeTakesSmallSide: Boolean = true): Either[String, RuntimePlan] = {
-      lazy val Traced(traced, unorderedTraced, notPushed) = sides.trace(big, keys)
+      lazy val Traced(orderedKeys, unorderedKeys, notPushed) = sides.trace(big, keys)
       def usable(ks: Seq[TracedKey]): Seq[TracedKey] = ks.map(k => k.copy(targets =
         k.targets.filter(runtimeUse(_, sparkPrunes).isEmpty))).filter(_.targets.nonEmpty)
       val filtersRows = rowsShuffled && minFilteredRowShare < 1
       // Parquet columns in no order skip no row group; their rows may still be filtered.
-      lazy val unordered = if (filtersRows) usable(unorderedTraced) else Nil
+      lazy val unordered = if (filtersRows) usable(unorderedKeys) else Nil
       lazy val targets = {
-        val ordered = usable(traced)
+        val ordered = usable(orderedKeys)
         ordered.map(k => k.copy(targets = k.targets ++
           unordered.filter(_.bigKey eq k.bigKey).flatMap(_.targets))) ++
           unordered.filterNot(u => ordered.exists(_.bigKey eq u.bigKey))
@@ -328,7 +328,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       } else if (valueSetSide.isLeft) {
         why(s"the other side ${valueSetSide.left.get}")
       } else if (targets.isEmpty) {
-        why((notPushed ++ traced.flatMap(_.targets).flatMap(runtimeUse(_, sparkPrunes)))
+        why((notPushed ++ orderedKeys.flatMap(_.targets).flatMap(runtimeUse(_, sparkPrunes)))
           .distinct.mkString(", "))
       } else if (bigBytes < minBigBytes) {
         why(s"the scans to prune are estimated at $bigBytes bytes, under $minBigBytes " +
