@@ -48,14 +48,20 @@ trait HiveJoinOptsQueryTest extends QueryTest with SharedSparkSession with Adapt
    * missing input, with it on. Collected as a query runs: `checkAnswer` would also count the
    * query's RDD, a third run of each query (the tests that call it keep that path).
    */
-  protected def checkSameAnswer(query: => DataFrame): Seq[Row] = {
-    val expected = withExtension(on = false)(query.collect().toSeq)
-    withExtension(on = true) {
+  protected def checkSameAnswer(query: => DataFrame): Seq[Row] = sameAnswerOffAndOn(query)._1
+
+  /** As `checkSameAnswer`; also the two queries as they ran (off, on), each run once. */
+  protected def sameAnswerOffAndOn(query: => DataFrame): (Seq[Row], DataFrame, DataFrame) = {
+    val (off, expected) = withExtension(on = false) {
       val df = query
-      assertEmptyMissingInput(df)
-      QueryTest.checkAnswer(df, expected, checkToRDD = false)
+      (df, df.collect().toSeq)
     }
-    expected
+    withExtension(on = true) {
+      val on = query
+      assertEmptyMissingInput(on)
+      QueryTest.checkAnswer(on, expected, checkToRDD = false)
+      (expected, off, on)
+    }
   }
 
   /** The executed plan, adaptive stages expanded, after running the query. */

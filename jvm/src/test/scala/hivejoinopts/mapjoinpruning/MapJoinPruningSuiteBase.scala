@@ -73,10 +73,13 @@ trait MapJoinPruningSuiteBase extends ParquetTables {
 
   protected def rowsRead(scan: FileSourceScanExec): Long = scan.metrics("numOutputRows").value
 
-  /** Runs `query` with the extension off and on: same rows; returns both executed plans. */
+  /**
+   * Runs `query` with the extension off and on, once each: same rows; returns both executed
+   * plans, adaptive stages expanded, with the metrics of those runs.
+   */
   protected def offAndOn(query: => DataFrame): (SparkPlan, SparkPlan) = {
-    checkSameAnswer(query)
-    (withExtension(on = false)(executedPlan(query)), withExtension(on = true)(executedPlan(query)))
+    val (_, off, on) = sameAnswerOffAndOn(query)
+    (stripAQEPlan(off.queryExecution.executedPlan), stripAQEPlan(on.queryExecution.executedPlan))
   }
 
   protected val starQuery =
