@@ -97,7 +97,10 @@ def _cmd_explain(args) -> int:
 def _cmd_demo(args) -> int:
     from .demo import run_demo
 
-    return run_demo(scale=args.scale, runs=args.runs)
+    if args.runs < 1 or args.warmup < 0:
+        raise SystemExit("demo: --runs must be 1 or more and --warmup 0 or more "
+                         f"(given --runs {args.runs} --warmup {args.warmup})")
+    return run_demo(scale=args.scale, runs=args.runs, warmup=args.warmup)
 
 
 def _cmd_bench(args) -> int:
@@ -201,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run one showcase query per rule with the extension off and on")
     p.add_argument("--scale", type=float, default=1.0, help="data size factor (default 1)")
     p.add_argument("--runs", type=int, default=2, help="timed runs per configuration (default 2)")
+    p.add_argument("--warmup", type=int, default=1,
+                   help="untimed rounds before the timed ones, per showcase (default 1)")
     p.set_defaults(run=_cmd_demo)
 
     p = sub.add_parser("bench", help="benchmark each rule against Spark's defaults")

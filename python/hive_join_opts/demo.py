@@ -224,7 +224,7 @@ def summary_table(shown: list[Shown]) -> str:
     return "\n".join(rows)
 
 
-def run_demo(scale: float = 1.0, runs: int = 2) -> int:
+def run_demo(scale: float = 1.0, runs: int = 2, warmup: int = 1) -> int:
     spark = local_session("hive-join-opts demo", fixed_heap=True, bench=True)
     bench = Bench(spark)
     print(textwrap.fill(
@@ -248,7 +248,7 @@ def run_demo(scale: float = 1.0, runs: int = 2) -> int:
                 explanation = explain(spark.sql(showcase.sql), execute=True, print_=False)
                 print("Decisions of hive-join-opts:")
                 print(decisions_text(explanation.decisions) + "\n")
-                result = bench.measure(showcase, runs)
+                result = bench.measure(showcase, runs, warmup)
                 table, effect = measures_table(result, runs)
                 print(table + "\n")
                 shown.append(Shown(showcase, effect, result))
