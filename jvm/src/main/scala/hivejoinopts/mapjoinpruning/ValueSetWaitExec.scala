@@ -9,7 +9,7 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerJobStart}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow}
-import org.apache.spark.sql.execution.{BaseSubqueryExec, ReusedSubqueryExec, SparkPlan, SQLExecution, UnaryExecNode}
+import org.apache.spark.sql.execution.{BaseSubqueryExec, SparkPlan, SQLExecution, UnaryExecNode}
 import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd
 
 import hivejoinopts.compat.SparkShims
@@ -52,8 +52,8 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
     } catch {
       case _: TimeoutException =>
         val fallbackRows = fellBack()
-        val cancelled = Some(jobs).filter(_.nonEmpty).map { all =>
-          all.foreach(_.giveUp(ValueSetJobsExec.TimedOut))
+        val cancelled = jobs.map { j =>
+          j.giveUp(ValueSetJobsExec.TimedOut)
           "; its jobs are cancelled"
         }
         logWarning(s"hive-join-opts: the run-time value set ${child.output.head.name} was not " +
@@ -67,19 +67,9 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
     }
   }
 
-  /**
-   * The parts of the subquery's plan whose jobs run under a tag of their own, cancelled on a
-   * time-out: its own, and those of the subqueries nested in it (where they are reused too).
-   */
-  private def jobs: Seq[ValueSetJobsExec] = {
-    def in(plan: SparkPlan): Seq[ValueSetJobsExec] = plan.collect {
-      case j: ValueSetJobsExec if j.cancelOnTimeOut => j
-    } ++ plan.flatMap(_.subqueries).flatMap {
-      case r: ReusedSubqueryExec => in(r.child)
-      case nested => in(nested)
-    }
-    in(child)
-  }
+  /** The subquery's plan where its jobs run under a tag of their own, cancelled on a time-out. */
+  private def jobs: Option[ValueSetJobsExec] =
+    child.collectFirst { case j: ValueSetJobsExec if j.cancelOnTimeOut => j }
 
   override def executeCollect(): Array[InternalRow] = rows
 
