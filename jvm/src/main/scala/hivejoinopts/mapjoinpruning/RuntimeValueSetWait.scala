@@ -82,14 +82,22 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
         : BaseSubqueryExec = {
       def tagged(sub: SubqueryExec, cancelOnTimeOut: Boolean) = sub.withNewChildren(
         Seq(ValueSetJobsExec(sub.child, cancelOnTimeOut))).asInstanceOf[BaseSubqueryExec]
+      // A subquery nested in the bound's plan (without adaptive execution, the aggregate
+      // Spark's MergeScalarSubqueries made of a side's bounds) starts untagged, as the query is
+      // prepared: nothing cancels it.
+      def nestedRunsOn(sub: SubqueryExec) =
+        if (sub.child.exists(_.subqueries.nonEmpty)) {
+          "; the subquery nested in its plan (Spark's merged aggregate of the bounds) runs to " +
+            "its end"
+        } else ""
       val (collected, cancels) = s.plan match {
         case _ if RuntimeValueSetWait.sharesWork(s.plan, otherParts) =>
           (s.plan, "its jobs run on, as another part of the query shares their work")
         case sub: SubqueryExec if RuntimeValueSetWait.shufflesItsSide(sub) =>
           (tagged(sub, cancelOnTimeOut = false), "its jobs run on until the query " +
-            "ends, as the side's own shuffles may serve the query too")
+            "ends, as the side's own shuffles may serve the query too" + nestedRunsOn(sub))
         case sub: SubqueryExec =>
-          (tagged(sub, cancelOnTimeOut = true), "its jobs are cancelled")
+          (tagged(sub, cancelOnTimeOut = true), "its jobs are cancelled" + nestedRunsOn(sub))
         case other => (other, "its jobs run on")
       }
       // One decision per subquery: its copies in a scan and a filter share the expression id.

@@ -387,6 +387,11 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
             val (ended, held) = (jobs.ended(), jobs.heldEnded())
             assert(ended.contains(false) && !held.contains(true),
               s"adaptive=$adaptive: $ended, held at the gate $held")
+            // Without adaptive execution the bounds' merged aggregate, nested in their plans,
+            // runs untagged to its end: the decisions say so, with it they do not.
+            val waits = decisionsOf(q).filter(_.rule == "RuntimeValueSetWait").map(_.reason)
+            assert(waits.nonEmpty && waits.forall(_.contains("runs to its end") ==
+              (adaptive == "false")), s"adaptive=$adaptive: $waits")
           }
         }
       }
