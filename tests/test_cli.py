@@ -74,6 +74,14 @@ def test_module_entry_point_is_the_same_command():
         assert command in result.stdout
 
 
+def test_demo_names_a_bad_round_count_before_it_starts_spark():
+    for args in (("--runs", "0"), ("--warmup", "-1")):
+        bad = run_cli("demo", *args)
+        assert bad.returncode != 0 and "--runs must be 1 or more and --warmup 0 or more" in \
+            bad.stderr, (args, bad.stderr[-2000:])
+        assert "Spark" not in bad.stdout, bad.stdout[-2000:]
+
+
 def test_demo_runs_and_prints_decisions_and_ratios():
     # One timed round and no warm-up: the test checks what the demo shows, not its timings.
     result = run_cli("demo", "--scale", "0.1", "--runs", "1", "--warmup", "0")
