@@ -67,8 +67,11 @@ trait HiveJoinOptsQueryTest extends QueryTest with SharedSparkSession with Adapt
   /** The executed plan, adaptive stages expanded, after running the query. */
   protected def executedPlan(df: DataFrame): SparkPlan = {
     df.collect()
-    stripAQEPlan(df.queryExecution.executedPlan)
+    planThatRan(df)
   }
+
+  /** The executed plan of a query that has run, adaptive stages expanded, with its metrics. */
+  protected def planThatRan(df: DataFrame): SparkPlan = stripAQEPlan(df.queryExecution.executedPlan)
 
   /** The decisions taken while planning `df` afresh. */
   protected def decisionsOf(df: DataFrame): Seq[Decision] = HiveJoinOpts.explain(df).decisions

@@ -79,7 +79,7 @@ trait MapJoinPruningSuiteBase extends ParquetTables {
    */
   protected def offAndOn(query: => DataFrame): (SparkPlan, SparkPlan) = {
     val (_, off, on) = sameAnswerOffAndOn(query)
-    (stripAQEPlan(off.queryExecution.executedPlan), stripAQEPlan(on.queryExecution.executedPlan))
+    (planThatRan(off), planThatRan(on))
   }
 
   protected val starQuery =
