@@ -123,7 +123,7 @@ private[runtime] object JoinRegion {
       case _: ProjectExec | _: FilterExec | _: SortExec | _: BaseAggregateExec | _: GenerateExec =>
         Right(Nil)
       case b: BroadcastHashJoinExec if streamed(b) eq child => Right(Nil)
-      case j: ShuffledJoin if !j.isSkewJoin && !SkewJoinRuntimeSplit.Supported(j.joinType) =>
+      case j: ShuffledJoin if !j.isSkewJoin && !SplitMode.JoinTypes(j.joinType) =>
         Left(s"a ${Candidates.joinTypeName(j.joinType)} join above it relies on the join's " +
           "partitioning")
       case j: ShuffledJoin if !j.isSkewJoin =>

@@ -1,7 +1,6 @@
 package hivejoinopts.skew.runtime
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.plans.{Cross, FullOuter, Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.hivejoinopts.{Flag, MapOutputSizes}
@@ -111,7 +110,7 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
     val n = l.numPartitions
     val base = Seq("leftStage" -> l.stage.id, "rightStage" -> r.stage.id, "partitions" -> n)
     for {
-      _ <- declineIf(!Supported.contains(j.joinType))(s"${Candidates.joinTypeName(j.joinType)} joins are not split",
+      _ <- declineIf(!SplitMode.JoinTypes(j.joinType))(s"${Candidates.joinTypeName(j.joinType)} joins are not split",
         base: _*)
       _ <- declineIf(r.numPartitions != n)("its inputs have different numbers of partitions",
         base: _*)
@@ -183,8 +182,6 @@ object SkewJoinRuntimeSplit {
   def active(conf: org.apache.spark.sql.internal.SQLConf): Boolean =
     conf.adaptiveExecutionEnabled && HiveJoinOptsConf.ENABLED(conf) &&
       SKEW_JOIN_RUNTIME_ENABLED(conf) && SKEW_JOIN_RUNTIME_COUNT_KEYS_ENABLED(conf)
-
-  private[runtime] val Supported: Set[JoinType] = Set(Inner, Cross, LeftOuter, RightOuter, FullOuter, LeftSemi, LeftAnti)
 }
 
 /**

@@ -1,6 +1,6 @@
 package hivejoinopts.skew.runtime
 
-import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
+import org.apache.spark.sql.catalyst.plans.{Cross, FullOuter, Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 
 import hivejoinopts.plan.{Candidates, JoinSide, JoinSides, LeftSide, RightSide}
 
@@ -19,6 +19,9 @@ private[runtime] sealed abstract class SplitMode(val name: String) {
 }
 
 private[runtime] object SplitMode {
+
+  /** The join types the split takes: those a mode below keeps exact. */
+  val JoinTypes: Set[JoinType] = Set(Inner, Cross, LeftOuter, RightOuter, FullOuter, LeftSemi, LeftAnti)
 
   final case class Spread(split: JoinSide, joinType: JoinType)
     extends SplitMode(s"${split} side spread")
