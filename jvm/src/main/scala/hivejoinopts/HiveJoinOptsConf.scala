@@ -266,8 +266,7 @@ object HiveJoinOptsConf {
     PREFIX + "mapJoinPruning.runtime.maxWait",
     "How long a scan waits for its run-time value set before it starts without it, reading " +
       "as if the range held every key (same rows, nothing skipped), and cancels the value " +
-      "set's jobs (without adaptive execution, not the side's aggregate, which Spark nests in " +
-      "the bounds' subqueries). For keys of integer, decimal, date and string types.",
+      "set's jobs. For keys of integer, decimal, date and string types.",
     V020, default = "30s", _ > 0, "Must be a positive duration."))
 
   val MAP_JOIN_PRUNING_RUNTIME_MAX_IN_VALUES: Flag[Int] = flag(Flag.int(

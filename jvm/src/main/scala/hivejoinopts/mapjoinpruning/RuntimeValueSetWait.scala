@@ -31,8 +31,9 @@ import hivejoinopts.rules.HiveJoinOptsPhysicalRule
  *        (the same subquery in its filters)    :           +- HashAggregate [min(o_orderkey)]
  *                                              +- FileScan lineitem (the same, in its filters)
  * }}}
- * A bound's subquery runs under a job tag of its own ([[ValueSetJobsExec]]), so that a wait that
- * gives up cancels it, unless it shares work with another part of the query (`sharesWork`: an
+ * A bound's subquery runs under a job tag of its own ([[ValueSetJobsExec]]), as do the subqueries
+ * nested in it (Spark's merged aggregate of a side's bounds), so that a wait that gives up
+ * cancels it, unless it shares work with another part of the query (`sharesWork`: an
  * adaptive stage, or a scalar subquery Spark merged with it), which would fail with it, or may
  * (`shufflesItsSide`: a side that is a join shuffles as the query's own plan of it does); the
  * latter's jobs are cancelled only if the query ends before them.
@@ -80,24 +81,16 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
     /** `s`'s plan collected within the deadline, else `fallback`; and what happens to its jobs. */
     def waited(s: ScalarSubquery, what: String, fallback: Any, deadline: WaitDeadline)
         : BaseSubqueryExec = {
-      def tagged(sub: SubqueryExec, cancelOnTimeOut: Boolean) = sub.withNewChildren(
-        Seq(ValueSetJobsExec(sub.child, cancelOnTimeOut))).asInstanceOf[BaseSubqueryExec]
-      // A subquery nested in the bound's plan (without adaptive execution, the aggregate
-      // Spark's MergeScalarSubqueries made of a side's bounds) starts untagged, as the query is
-      // prepared: nothing cancels it.
-      def nestedRunsOn(sub: SubqueryExec) =
-        if (sub.child.exists(_.subqueries.nonEmpty)) {
-          "; the subquery nested in its plan (Spark's merged aggregate of the bounds) runs to " +
-            "its end"
-        } else ""
+      def tagged(sub: SubqueryExec, cancelOnTimeOut: Boolean) =
+        RuntimeValueSetWait.tagged(sub, cancelOnTimeOut).asInstanceOf[BaseSubqueryExec]
       val (collected, cancels) = s.plan match {
         case _ if RuntimeValueSetWait.sharesWork(s.plan, otherParts) =>
           (s.plan, "its jobs run on, as another part of the query shares their work")
         case sub: SubqueryExec if RuntimeValueSetWait.shufflesItsSide(sub) =>
           (tagged(sub, cancelOnTimeOut = false), "its jobs run on until the query " +
-            "ends, as the side's own shuffles may serve the query too" + nestedRunsOn(sub))
+            "ends, as the side's own shuffles may serve the query too")
         case sub: SubqueryExec =>
-          (tagged(sub, cancelOnTimeOut = true), "its jobs are cancelled" + nestedRunsOn(sub))
+          (tagged(sub, cancelOnTimeOut = true), "its jobs are cancelled")
         case other => (other, "its jobs run on")
       }
       // One decision per subquery: its copies in a scan and a filter share the expression id.
@@ -149,6 +142,25 @@ object RuntimeValueSetWait extends PredicateHelper {
       case s: ScalarSubquery => RuntimeValueSetPushdown.isLowerBound(s.plan.output).isDefined
       case _ => false
     })
+
+  /**
+   * `sub` with its jobs under a tag of their own ([[ValueSetJobsExec]]), and so the subqueries
+   * nested in its plan. Without adaptive execution Spark's `MergeScalarSubqueries` leaves a
+   * value set's aggregate in such a subquery (one for the bounds of a side, each bound reading
+   * its field), which the query starts as it is prepared, from the query's own thread: untagged,
+   * it would run on after a give-up that cancelled only the bound's one-row job.
+   */
+  private def tagged(sub: SubqueryExec, cancelOnTimeOut: Boolean): SubqueryExec = {
+    val child = sub.child.transformUpWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
+      case node => node.transformExpressionsWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
+        case s: ScalarSubquery => s.plan match {
+          case nested: SubqueryExec => s.withNewPlan(tagged(nested, cancelOnTimeOut))
+          case _ => s
+        }
+      }
+    }
+    sub.withNewChildren(Seq(ValueSetJobsExec(child, cancelOnTimeOut))).asInstanceOf[SubqueryExec]
+  }
 
   /** Whether `plan` already waits at most maxWait (itself, or the subquery a reuse points to). */
   private[mapjoinpruning] def waits(plan: BaseSubqueryExec): Boolean = plan match {

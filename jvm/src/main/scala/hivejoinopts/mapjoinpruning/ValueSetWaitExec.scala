@@ -9,7 +9,8 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerJobStart}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow}
-import org.apache.spark.sql.execution.{BaseSubqueryExec, SparkPlan, SQLExecution, UnaryExecNode}
+import org.apache.spark.sql.execution.{BaseSubqueryExec, ReusedSubqueryExec, ScalarSubquery, SparkPlan,
+  SQLExecution, UnaryExecNode}
 import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd
 
 import hivejoinopts.compat.SparkShims
@@ -52,8 +53,8 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
     } catch {
       case _: TimeoutException =>
         val fallbackRows = fellBack()
-        val cancelled = jobs.map { j =>
-          j.giveUp(ValueSetJobsExec.TimedOut)
+        val cancelled = Some(jobs).filter(_.nonEmpty).map { all =>
+          all.foreach(_.giveUp(ValueSetJobsExec.TimedOut))
           "; its jobs are cancelled"
         }
         logWarning(s"hive-join-opts: the run-time value set ${child.output.head.name} was not " +
@@ -67,9 +68,21 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
     }
   }
 
-  /** The subquery's plan where its jobs run under a tag of their own, cancelled on a time-out. */
-  private def jobs: Option[ValueSetJobsExec] =
-    child.collectFirst { case j: ValueSetJobsExec if j.cancelOnTimeOut => j }
+  /**
+   * The parts of the subquery's plan whose jobs run under a tag of their own, cancelled on a
+   * time-out: its own, and those of the subqueries nested in it (where they are reused too).
+   */
+  private def jobs: Seq[ValueSetJobsExec] = {
+    def in(plan: SparkPlan): Seq[ValueSetJobsExec] = plan.collect {
+      case j: ValueSetJobsExec if j.cancelOnTimeOut => j
+    } ++ plan.flatMap(_.subqueries).flatMap {
+      case r: ReusedSubqueryExec => in(r.child)
+      case nested => in(nested)
+    }
+    // Each once: a nested subquery is read by each bound's field, one planned, others reused.
+    in(child).foldLeft(Seq.empty[ValueSetJobsExec])((seen, j) =>
+      if (seen.exists(_ eq j)) seen else seen :+ j)
+  }
 
   override def executeCollect(): Array[InternalRow] = rows
 
@@ -147,12 +160,28 @@ case class ValueSetJobsExec(child: SparkPlan, cancelOnTimeOut: Boolean) extends 
     }
     val queryEnd = giveUpAtQueryEnd()
     sparkContext.addJobTag(jobTag)
-    try body finally {
+    try {
+      awaitNestedSubqueries()
+      body
+    } finally {
       sparkContext.removeJobTag(jobTag)
       queryEnd.foreach(sparkContext.removeSparkListener)
       synchronized(end())
     }
   }
+
+  /**
+   * Waits for the scalar subqueries nested in the plan (without adaptive execution, Spark's
+   * merged aggregate of a side's bounds) before its nodes do: a node waits for its subqueries
+   * holding the lock that the query's own thread takes to prepare the node again, as it does
+   * where a filter reuses the scan's bound, so that thread would wait for the aggregate however
+   * short maxWait is. An adaptive plan holds no such subquery at its top.
+   */
+  private def awaitNestedSubqueries(): Unit =
+    child.foreach(_.expressions.foreach(_.foreach {
+      case s: ScalarSubquery => s.plan.executeCollect()
+      case _ =>
+    }))
 
   /** Gives the value set up if the query it runs for ends first; the listener that does it. */
   private def giveUpAtQueryEnd(): Option[SparkListener] =

@@ -113,6 +113,12 @@ private[mapjoinpruning] class ValueSetJobs(session: SparkSession) extends SparkL
     }
   }
 
+  /** Each tagged job: its tags' ends, whether it succeeded, and whether the gate held it. */
+  def describe(): String = tagsOf.asScala.toSeq.sortBy(_._1).map { case (job, tags) =>
+    s"job $job tags=${tags.map(_.takeRight(6))} succeeded=${Option(succeeded.get(job))} " +
+      s"held=${Option(stagesOf.get(job)).exists(_.exists(ValueSetGate.held))}"
+  }.mkString("; ")
+
   /** How many collects of value sets' subqueries ran jobs: each runs under a tag of its own. */
   def collects(): Int = tagsOf.values().asScala.flatten.toSet.size
 
