@@ -111,9 +111,11 @@ PROFILES: dict[str, dict[str, str]] = {
 # while planning, so map-join pruning takes its run-time path, with every other rule as eager as
 # in crossed-rules.
 # Scans in no order on the key are told from the others (maxRowGroupOverlap 0.5), so that their
-# rows are filtered before the shuffle where the range rules them out.
+# rows are filtered before the shuffle where the range rules them out. Adaptive execution as each
+# query draws it (off in a quarter of them), as value sets are planned and waited for otherwise
+# without it.
 PROFILES["runtime-value-sets"] = {
-    **PROFILES["crossed-rules"],
+    **{k: v for k, v in PROFILES["crossed-rules"].items() if k != "spark.sql.adaptive.enabled"},
     PREFIX + "mapJoinPruning.smallSide.maxBytes": "1b",
     PREFIX + "mapJoinPruning.bigSide.minBytes": "0",
     PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap": "0.5",
@@ -147,6 +149,8 @@ class Case:
     nested: bool = False
     # Whether a run-time value set filters the rows of a scan in no order before the shuffle.
     rows_filtered: bool = False
+    # Whether a run-time value set fired without adaptive execution.
+    without_adaptive: bool = False
     tables: str = ""
     rows: int = 0
 
@@ -181,6 +185,8 @@ class Report:
     nested_looked_up: int = 0
     # Queries in which a run-time value set filters a scan's rows in no order before the shuffle.
     rows_filtered: int = 0
+    # Queries in which a run-time value set fired without adaptive execution.
+    without_adaptive: int = 0
 
     def never_fired(self) -> list[str]:
         return [r for r in self.rules if self.fired[r] == 0]
@@ -205,6 +211,9 @@ class Report:
         if self.rows_filtered:
             lines.append("queries whose run-time value sets filter the rows of a scan in no "
                          f"order before the shuffle: {self.rows_filtered}")
+        if self.without_adaptive:
+            lines.append("queries whose run-time value sets fired without adaptive execution: "
+                         f"{self.without_adaptive}")
         lines.append(f"{self.empty} of the {self.statuses['same']} equal answers were empty")
         if self.invalid:
             lines.append(f"{len(self.invalid)} queries failed with the extension off too "
@@ -223,6 +232,7 @@ class Report:
             "together": {f"{a} + {b}": n for (a, b), n in self.together.items()},
             "listed": self.listed, "looked_up": self.looked_up,
             "nested_looked_up": self.nested_looked_up, "rows_filtered": self.rows_filtered,
+            "without_adaptive": self.without_adaptive,
         }, indent=2)
 
 
@@ -296,6 +306,8 @@ def run_case(spark, case: Case) -> Case:
         case.looked_up = any(_looked_up(d) for d in decisions)
         case.rows_filtered = any(d.fired and any(k.startswith("estimatedFilteredRows(")
                                                  for k in d.numbers) for d in decisions)
+        case.without_adaptive = ("RuntimeValueSetPushdown" in case.fired and
+                                 case.settings.get("spark.sql.adaptive.enabled") == "false")
     diff = difference(off, on)
     case.status, case.detail = ("differ", diff) if diff else ("same", "")
     return case
@@ -335,13 +347,15 @@ def fuzz(
     rules = expected_rules(spark)
     statuses, fired, shapes, together = Counter(), Counter(), Counter(), Counter()
     failures, invalid, empty, listed, looked_up, nested, filtered = [], [], 0, 0, 0, 0, 0
+    without_adaptive = 0
     indices = [only] if only is not None else list(range(queries))
     start = time.monotonic()
     world, world_index = None, None
 
     def report(ran: int) -> Report:
         return Report(seed, ran, time.monotonic() - start, statuses, fired, shapes, rules,
-                      failures, invalid, empty, together, listed, looked_up, nested, filtered)
+                      failures, invalid, empty, together, listed, looked_up, nested, filtered,
+                      without_adaptive)
 
     try:
         for key, value in FIXED_SETTINGS.items():
@@ -364,6 +378,7 @@ def fuzz(
             looked_up += case.looked_up
             nested += case.looked_up and case.nested
             filtered += case.rows_filtered
+            without_adaptive += case.without_adaptive
             shapes[case.shape] += 1
             fired.update(case.fired)
             together.update((a, b) for i, a in enumerate(case.fired) for b in case.fired[i + 1:]
