@@ -402,12 +402,14 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
             val (ended, held) = (jobs.ended(), jobs.heldEnded())
             assert(ended.contains(false) && !held.contains(true),
               s"adaptive=$adaptive: $ended, held at the gate $held; ${jobs.describe()}")
-            // Without adaptive execution Spark merges the bounds' aggregates into one subquery
+            // Without adaptive execution Spark 4 merges the bounds' aggregates into one subquery
             // nested in each bound's plan, which the query starts as it is prepared, from its
             // own thread: it runs under a tag of its own, else a give-up leaves it running.
+            // (Spark 3.5 nests none there.)
             if (adaptive == "false") {
               val nested = nestedSubqueriesTagged(q)
-              assert(nested.nonEmpty && nested.forall(identity), nested)
+              assert(nested.forall(identity) &&
+                (nested.nonEmpty || org.apache.spark.SPARK_VERSION.startsWith("3.")), nested)
             }
           }
         }
