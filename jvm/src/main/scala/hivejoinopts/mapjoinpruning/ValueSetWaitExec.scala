@@ -9,8 +9,7 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerJobStart}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow}
-import org.apache.spark.sql.execution.{BaseSubqueryExec, ReusedSubqueryExec, ScalarSubquery, SparkPlan,
-  SQLExecution, UnaryExecNode}
+import org.apache.spark.sql.execution.{BaseSubqueryExec, ReusedSubqueryExec, SparkPlan, SQLExecution, UnaryExecNode}
 import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd
 
 import hivejoinopts.compat.SparkShims
@@ -171,17 +170,15 @@ case class ValueSetJobsExec(child: SparkPlan, cancelOnTimeOut: Boolean) extends 
   }
 
   /**
-   * Waits for the scalar subqueries nested in the plan (without adaptive execution, Spark's
-   * merged aggregate of a side's bounds) before its nodes do: a node waits for its subqueries
-   * holding the lock that the query's own thread takes to prepare the node again, as it does
-   * where a filter reuses the scan's bound, so that thread would wait for the aggregate however
-   * short maxWait is. An adaptive plan holds no such subquery at its top.
+   * Waits for the subqueries nested in the plan (without adaptive execution, Spark's merged
+   * aggregate of a side's bounds, or a dynamic pruning subquery of the side's scan) before its
+   * nodes do, as they would, by collecting each: a node waits for its subqueries holding the
+   * lock that the query's own thread takes to prepare the node again, as it does where a filter
+   * reuses the scan's bound, so that thread would wait for them however short maxWait is. An
+   * adaptive plan holds no such subquery at its top.
    */
   private def awaitNestedSubqueries(): Unit =
-    child.foreach(_.expressions.foreach(_.foreach {
-      case s: ScalarSubquery => s.plan.executeCollect()
-      case _ =>
-    }))
+    child.flatMap(_.subqueries).foreach(_.executeCollect())
 
   /** Gives the value set up if the query it runs for ends first; the listener that does it. */
   private def giveUpAtQueryEnd(): Option[SparkListener] =
