@@ -149,10 +149,14 @@ class Case:
     nested: bool = False
     # Whether a run-time value set filters the rows of a scan in no order before the shuffle.
     rows_filtered: bool = False
-    # Whether a run-time value set fired without adaptive execution.
-    without_adaptive: bool = False
     tables: str = ""
     rows: int = 0
+
+    @property
+    def without_adaptive(self) -> bool:
+        """Whether a run-time value set fired without adaptive execution."""
+        return ("RuntimeValueSetPushdown" in self.fired
+                and self.settings.get("spark.sql.adaptive.enabled") == "false")
 
     def reproduction(self) -> str:
         settings = "\n".join(f"SET {k}={v};" for k, v in self.settings.items())
@@ -306,8 +310,6 @@ def run_case(spark, case: Case) -> Case:
         case.looked_up = any(_looked_up(d) for d in decisions)
         case.rows_filtered = any(d.fired and any(k.startswith("estimatedFilteredRows(")
                                                  for k in d.numbers) for d in decisions)
-        case.without_adaptive = ("RuntimeValueSetPushdown" in case.fired and
-                                 case.settings.get("spark.sql.adaptive.enabled") == "false")
     diff = difference(off, on)
     case.status, case.detail = ("differ", diff) if diff else ("same", "")
     return case
