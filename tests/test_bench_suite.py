@@ -208,6 +208,32 @@ def test_the_report_compares_with_spark_tuned_to_a_tenth_where_it_ran():
         (300 / 200 + 300 / 240) / 2
 
 
+def test_the_report_replays_on_64_slots_only_plans_made_for_them():
+    """A run planned for the local cores (no --task-slots) runs a join stage in a task or two:
+    its tasks replayed on 64 slots would compare plans no 64-core cluster makes."""
+    q9 = result("q9", [3000, 3000], [1000, 1200])
+    q9.tuned_runs = [timed(2000), timed(3600)]
+    for slots in (None, 8, 64):
+        context = suite_report.Context(
+            suite="tpch-skew", scale=1, preset="heavy", runs=2, warmup=1, task_slots=slots,
+            tuned_conf=suite.aqe_tuned(1), spark_version="4.2.1", master="local[2]",
+            shuffle_partitions="200", work_source="HiveJoinOpts.lastPlanningWorkJson")
+        text = suite_report.markdown([q9], context)
+        raw = suite_report.as_json([q9], context)["queries"][0]
+        if slots == 64:
+            assert "replayed on 64 slots 0.60 / 0.56 / 0.22 s" in text, text
+            assert "| q9 | 3.00 / 2.80 / 1.10 | 0.60 / 0.56 / 0.22 | 2.50x | 8 / 8 / 8 |" in text
+            assert raw["sim64_vs_tuned"] == 2.5 and "sim64_vs_spark" in raw
+        else:
+            assert "64-slot" not in text.split("Against Spark with adaptive")[1].split(
+                "no 64-slot replay")[1], text
+            made_for = f"{slots} slots" if slots else "the local cores"
+            assert f"these plans were made for {made_for};" in text, text
+            assert "| q9 | 3.00 / 2.80 / 1.10 | 8 / 8 / 8 | 300 / 280 / 110 | no | none |" in text
+            assert "sim64_vs_tuned" not in raw and "sim64_vs_spark" not in raw
+            assert raw["ratio_vs_tuned"] == 2.5
+
+
 def timed(wall_ms, planning_ms=100.0, work_ms=10.0):
     """A run whose 64-slot replay takes a fifth of its wall time, with a join stage of 8 tasks,
     the longest a tenth of its wall time."""

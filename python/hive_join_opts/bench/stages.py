@@ -123,7 +123,11 @@ def shuffle_join_stage(stages: list[dict]) -> dict | None:
     return max(joins, key=lambda s: sum(s["taskDurationsMs"]), default=None)
 
 
-def simulated_wall_ms(stages: list[dict], slots: int = 64) -> float:
+# The slots the runs' tasks are replayed on: those of the cluster every 64-slot figure plans for.
+REPLAY_SLOTS = 64
+
+
+def simulated_wall_ms(stages: list[dict], slots: int = REPLAY_SLOTS) -> float:
     """Wall time of the measured tasks on `slots` slots. Stages are taken in the order they
     were submitted; a stage waits for every stage that had completed before it was submitted,
     and runs beside the others (a stage submitted while another still ran cannot depend on it,

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .model import EXTENSION, SPARK, TUNED, TUNED_TENTH
+from .stages import REPLAY_SLOTS
 from .suite import FAILED, FAILS_IN_BOTH, TITLES, QueryResult
 
 # Queries whose ratio is below this are listed as the slowest.
@@ -234,11 +235,13 @@ def markdown(results: list[QueryResult], context: Context) -> str:
 
 def tuned_table(results: list[QueryResult], context: Context) -> list[str]:
     """Against Spark with adaptive execution's skew handling tuned, at the data's size and at a
-    tenth of it: totals of wall time and of the 64-slot replay, each query's times and ratios,
-    its join stage's tasks and longest task, and whether adaptive execution split a join."""
+    tenth of it: totals of wall time and, where every configuration was planned for 64 slots,
+    of the 64-slot replay, each query's times and ratios, its join stage's tasks and longest
+    task, and whether adaptive execution split a join."""
     tuned = [r for r in results if r.tuned]
     if not tuned:
         return []
+    replayed = replays(context)
     tenth = all(r.tuned_tenth_runs for r in tuned)
     modes = [SPARK, TUNED] + ([TUNED_TENTH] if tenth else []) + [EXTENSION]
 
@@ -263,23 +266,29 @@ def tuned_table(results: list[QueryResult], context: Context) -> list[str]:
         + (f" and to a tenth of it, tuned÷10 ({settings(context.tuned_tenth_conf)})" if tenth
            else "")
         + ", run in the same rounds (a ratio above 1: the extension is faster). "
-        f"Totals, {names}: wall {totals('wall_ms')}; replayed on 64 slots "
-        f"{totals('sim64_ms')}. Adaptive execution split a skewed join in {len(split)} "
+        f"Totals, {names}: wall {totals('wall_ms')}"
+        + (f"; replayed on {REPLAY_SLOTS} slots {totals('sim64_ms')}" if replayed else
+           f" (no {REPLAY_SLOTS}-slot replay: these plans were made for "
+           + (f"{context.task_slots} slots" if context.task_slots else "the local cores")
+           + f"; `--task-slots {REPLAY_SLOTS}` plans "
+           "every configuration for them)")
+        + f". Adaptive execution split a skewed join in {len(split)} "
         "queries" + (f" ({', '.join(split)})" if split else "") + ".",
         "",
-        f"| query | wall s {names} | 64-slot s {names} | 64-slot ext vs tuned"
-        + (" / tuned÷10" if tenth else "") + f" | join stage tasks {names} "
-        f"| longest task ms {names} | AQE split (tuned) | rules fired |",
-        "|---|---:|---:|---:|---:|---:|---|---|",
+        f"| query | wall s {names} | "
+        + (f"{REPLAY_SLOTS}-slot s {names} | {REPLAY_SLOTS}-slot ext vs tuned"
+           + (" / tuned÷10" if tenth else "") + " | " if replayed else "")
+        + f"join stage tasks {names} | longest task ms {names} | AQE split (tuned) | rules fired |",
+        "|---|---:|" + ("---:|---:|" if replayed else "") + "---:|---:|---|---|",
     ]
     for r in tuned:
         def each(figure: str, fmt) -> str:
             return " / ".join(fmt(r.median_run(m), r.median(m, figure)) for m in modes)
 
         vs = " / ".join(_ratio(r.sim64_ratio(m)) for m in modes[1:-1])
+        replay = f"| {each('sim64_ms', lambda run, x: _s(x))} | {vs} " if replayed else ""
         lines.append(
-            f"| {r.name} | {each('wall_ms', lambda run, x: _s(x))} "
-            f"| {each('sim64_ms', lambda run, x: _s(x))} | {vs} "
+            f"| {r.name} | {each('wall_ms', lambda run, x: _s(x))} {replay}"
             f"| {each('join_tasks', lambda run, x: str(run.join_tasks))} "
             f"| {each('join_longest_ms', lambda run, x: f'{x:.0f}')} "
             f"| {'yes' if r.tuned_split else 'no'} | {', '.join(r.fired) or 'none'} |")
@@ -312,8 +321,16 @@ def chart(results: list[QueryResult], context: Context, path: Path) -> None:
     plt.close(fig)
 
 
+def replays(context: Context) -> bool:
+    """Whether the runs' tasks replayed on REPLAY_SLOTS slots say what such a cluster would do:
+    only where every configuration was planned for those slots (a plan made for the local
+    cores runs a join stage in a task or two)."""
+    return context.task_slots == REPLAY_SLOTS
+
+
 def as_json(results: list[QueryResult], context: Context) -> dict:
     s = summarize(results)
+    replayed = replays(context)
     return {
         "command": context.command,
         "context": asdict(context),
@@ -327,11 +344,13 @@ def as_json(results: list[QueryResult], context: Context) -> dict:
                  "extension_planning_ms": r.median(EXTENSION, "planning_ms"),
                  "extension_work_ms": r.work_ms()} if r.counted else {}),
              **({"tuned_ms": r.median(TUNED, "wall_ms"), "ratio_vs_tuned": r.ratio_vs_tuned,
-                 "tuned_split": r.tuned_split, "sim64_vs_tuned": r.sim64_ratio(TUNED)}
+                 "tuned_split": r.tuned_split}
                 if r.tuned else {}),
-             **({"sim64_vs_spark": r.sim64_ratio(SPARK)} if r.counted else {}),
-             **({"tuned_tenth_ms": r.median(TUNED_TENTH, "wall_ms"),
-                 "sim64_vs_tuned_tenth": r.sim64_ratio(TUNED_TENTH)}
-                if r.tuned and r.tuned_tenth_runs else {})}
+             **({"sim64_vs_tuned": r.sim64_ratio(TUNED)} if r.tuned and replayed else {}),
+             **({"sim64_vs_spark": r.sim64_ratio(SPARK)} if r.counted and replayed else {}),
+             **({"tuned_tenth_ms": r.median(TUNED_TENTH, "wall_ms")}
+                if r.tuned and r.tuned_tenth_runs else {}),
+             **({"sim64_vs_tuned_tenth": r.sim64_ratio(TUNED_TENTH)}
+                if r.tuned and r.tuned_tenth_runs and replayed else {})}
             for r in results],
     }
