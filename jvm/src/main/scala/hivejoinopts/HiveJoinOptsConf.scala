@@ -214,7 +214,8 @@ object HiveJoinOptsConf {
     PREFIX + "skewJoin.runtime.skewFactor",
     "A key is split at run time only when its partition holds at least this many times both " +
       "the stage's even share per task slot (skewJoin.taskSlots) and the median partition: " +
-      "then its task holds the stage back.",
+      "then its task holds the stage back. Once one does, every key that by itself holds more " +
+      "than both is split with it.",
     V020, default = 2.0, f => f >= 1, "Must be 1 or more."))
 
   val SKEW_JOIN_RUNTIME_TASKS_PER_SLOT: Flag[Int] = flag(Flag.int(

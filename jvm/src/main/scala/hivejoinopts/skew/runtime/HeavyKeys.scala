@@ -47,9 +47,10 @@ private[runtime] object HeavyKeys {
   /**
    * What the counts of a join's inputs `l` and `r` tell about its heavy keys: on each side the
    * key tuples (of `keys`) over `minBytes` and over an even share of the stage on its slots, in
-   * a partition that holds the stage back; the exact split of each for a join of `shape` (or why
-   * none is, or why a split would not spread it), and the preserved side whose NULL keys hold
-   * the stage back.
+   * a partition that holds the stage back, and once one does, those over both a slot's share
+   * and the median partition by themselves ([[StageLoad.fillsSlot]]); the exact split of each
+   * for a join of `shape` (or why none is, or why a split would not spread it), and the
+   * preserved side whose NULL keys hold the stage back.
    */
   def find(
       keys: SplitKeys,
@@ -60,37 +61,45 @@ private[runtime] object HeavyKeys {
       minBytes: Long,
       maxKeys: Int,
       nullKeys: Boolean): Found = {
-    // Each side's keys heavy on their own: over minBytes, in a partition that holds back.
-    def heavyOn(in: StageInput): Seq[(Seq[Any], KeyCount, Double, Int)] = in.counts.toSeq.flatMap { c =>
+    // Each side's keys over minBytes and a slot's share of the stage, heavy on their own.
+    def countedOn(in: StageInput): Seq[CountedKey] = in.counts.toSeq.flatMap { c =>
       keys.tally(in).take(maxKeys).map { case (values, count) =>
-        (values, count, c.share(count.rows), partitionOf(values, in.keys, stage.n))
-      }.filter { case (_, _, share, p) =>
-        // Heavy by itself: more than a slot's even share, in a partition that holds back.
-        val bytes = share * in.totalBytes
-        bytes >= minBytes && bytes >= stage.evenBytes && stage.holdsBack(p, bytes)
+        CountedKey(values, count, c.share(count.rows), partitionOf(values, in.keys, stage.n))
+      }.filter { k =>
+        val bytes = k.share * in.totalBytes
+        bytes >= minBytes && bytes >= stage.evenBytes &&
+          (stage.holdsBack(k.partition, bytes) || stage.fillsSlot(bytes))
       }
     }
-    val left = heavyOn(l)
-    val right = heavyOn(r)
+    def holdsBack(in: StageInput)(k: CountedKey) = stage.holdsBack(k.partition, k.share * in.totalBytes)
+    val nullSide = if (nullKeys) nullKeySide(keys, shape, l, r, stage, minBytes) else None
+    // Once a key (or the NULL keys) holds the stage back, its tasks are planned at a fraction of
+    // a slot's share, and a key that fills a slot by itself would hold them back in its turn.
+    val (countedLeft, countedRight) = (countedOn(l), countedOn(r))
+    val replanned = nullSide.isDefined || countedLeft.exists(holdsBack(l)) ||
+      countedRight.exists(holdsBack(r))
+    val (left, right) = if (replanned) (countedLeft, countedRight) else (Nil, Nil)
     val byKey = mutable.LinkedHashMap.empty[Seq[Any], HeavyKey]
-    left.foreach { case (v, count, share, p) =>
-      byKey(comparable(v)) = HeavyKey(v, p, count.rows, 0L, share, 0.0, count.tasks, 0)
+    left.foreach { k =>
+      byKey(comparable(k.values)) = HeavyKey(k.values, k.partition, k.count.rows, 0L, k.share, 0.0,
+        k.count.tasks, 0)
     }
-    right.foreach { case (v, count, share, p) =>
-      val k = comparable(v)
-      byKey(k) = byKey.get(k).map(_.copy(rightRows = count.rows, rightShare = share,
-        rightTasks = count.tasks)).getOrElse(HeavyKey(v, p, 0L, count.rows, 0.0, share, 0, count.tasks))
+    right.foreach { k =>
+      val c = comparable(k.values)
+      byKey(c) = byKey.get(c).map(_.copy(rightRows = k.count.rows, rightShare = k.share,
+        rightTasks = k.count.tasks)).getOrElse(HeavyKey(k.values, k.partition, 0L, k.count.rows,
+        0.0, k.share, 0, k.count.tasks))
     }
     // A side the key is heavy on by itself (also on the other side, it may be light there).
     def heavySides(k: HeavyKey): Set[JoinSide] = Set[JoinSide](LeftSide, RightSide).filter { s =>
-      s.pick(left, right).exists(h => comparable(h._1) == comparable(k.values))
+      s.pick(left, right).exists(h => comparable(h.values) == comparable(k.values))
     }
     val modes = byKey.values.toSeq.sortBy(k => -(k.leftShare + k.rightShare)).take(maxKeys).map { k =>
       k -> SplitMode.of(shape, heavySides(k)).flatMap(m => spreads(k, m).toLeft(m))
     }
     Found(modes.collect { case (k, Right(m)) => k -> m },
       modes.collect { case (k, Left(why)) => k -> why },
-      if (nullKeys) nullKeySide(keys, shape, l, r, stage, minBytes) else None,
+      nullSide,
       l, r, stage, minBytes)
   }
 
@@ -169,6 +178,9 @@ private[runtime] object HeavyKeys {
     if (cells.size == 1) cells.head else cells.mkString("(", ", ", ")")
   }
 }
+
+/** A key tuple one side's counts hold: its count, its share of the side's rows, its partition. */
+private final case class CountedKey(values: Seq[Any], count: KeyCount, share: Double, partition: Int)
 
 /**
  * What the counts of a join's inputs found: the heavy keys with the split that is exact for

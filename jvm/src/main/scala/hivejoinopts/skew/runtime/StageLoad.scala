@@ -30,6 +30,13 @@ private[runtime] final case class StageLoad(
   def holdsBack(p: Int, keyBytes: Double = 0.0): Boolean =
     math.max(bytes(p).toDouble, keyBytes) >= holdBackBytes
 
+  /**
+   * Whether a key of `keyBytes` fills a slot by itself: over both the even share and the median
+   * partition. Where a key holds the stage back, the stage's tasks are planned at a fraction of
+   * the even share, and such a key's partition would be the longest of them.
+   */
+  def fillsSlot(keyBytes: Double): Boolean = keyBytes >= math.max(evenBytes, medianBytes.toDouble)
+
   def numbers: Seq[(String, Any)] = Seq(
     "taskSlots" -> slots,
     "stageBytes" -> stageBytes,

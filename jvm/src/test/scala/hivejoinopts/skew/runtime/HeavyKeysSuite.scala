@@ -12,10 +12,10 @@ class HeavyKeysSuite extends CompletedJoinStages {
 
   private val q = "SELECT big.k, big.v, small.w FROM big JOIN small ON big.k = small.k"
 
-  private def find(c: Completed, slots: Int, minBytes: Long = 0L): Found = {
+  private def find(c: Completed, slots: Int, minBytes: Long = 0L, skewFactor: Double = 1.0): Found = {
     val keys = SplitKeys.of(c.join, c.l, c.r).toOption.get
     HeavyKeys.find(keys, keys.shape(c.join, rowsAreFixed = true), c.l, c.r,
-      StageLoad(c.l, c.r, slots, 1.0), minBytes, maxKeys = 16, nullKeys = true)
+      StageLoad(c.l, c.r, slots, skewFactor), minBytes, maxKeys = 16, nullKeys = true)
   }
 
   test("key 7, half of big's rows, heavy on 64 slots: its partition, map tasks and exact split") {
@@ -37,6 +37,25 @@ class HeavyKeysSuite extends CompletedJoinStages {
     assert(onOne.keys.isEmpty && onOne.none(c.l.keys).contains("no key holds the stage back"))
     val tooSmall = find(c, slots = 64, minBytes = 1L << 40)
     assert(tooSmall.keys.isEmpty && tooSmall.none(c.l.keys).contains("skewJoin.runtime.minKeyBytes"))
+  }
+
+  test("a key that fills a slot but does not hold back is split only beside one that does") {
+    // Key 7 (1,500 rows) holds back; key `second` (400) is over the median partition (about 250
+    // rows) but its partition is under 4 times it. Rows too wide to compress: bytes go as rows.
+    val ref = Seq(BoundReference(0, LongType, nullable = true))
+    val second = (1001L to 1100L).find(v =>
+      HeavyKeys.partitionOf(Seq(v), ref, 8) != HeavyKeys.partitionOf(Seq(7L), ref, 8)).get
+    val dir = java.nio.file.Files.createTempDirectory("fills-slot").toString
+    spark.range(0, 3900).selectExpr(
+      s"CASE WHEN id < 1500 THEN 7 WHEN id < 1900 THEN $second ELSE id % 1000 + 2000 END AS k",
+      "sha2(CAST(id AS STRING), 256) AS v").repartition(4).write.parquet(s"$dir/t")
+    spark.read.parquet(s"$dir/t").createOrReplaceTempView("fills_slot")
+    def splitKeys(where: String) = {
+      val c = completed(s"SELECT f.k, f.v, small.w FROM fills_slot f JOIN small ON f.k = small.k $where")
+      find(c, slots = 64, skewFactor = 4.0).keys.map(_._1.values)
+    }
+    assert(splitKeys("").toSet == Set(Seq(7L), Seq(second)))
+    assert(splitKeys("WHERE f.k <> 7").isEmpty)
   }
 
   test("the partition of a key tuple is the shuffle's: key 7's rows are all in it") {

@@ -23,4 +23,12 @@ class StageLoadSuite extends AnyFunSuite {
     assert(!load.holdsBack(5))
     assert(load.holdsBack(5, keyBytes = 500.0))
   }
+
+  test("a key fills a slot when it is over both the even share and the median partition") {
+    val bytes = IndexedSeq.fill(63)(10L) :+ 1000L
+    val load = StageLoad(64, bytes, slots = 64, skewFactor = 2.0)
+    // Even share 1630 / 64 = 25.5, median 10.
+    assert(load.fillsSlot(26.0) && !load.fillsSlot(25.0))
+    assert(!StageLoad(64, IndexedSeq.fill(64)(100L), slots = 64, skewFactor = 2.0).fillsSlot(99.0))
+  }
 }
