@@ -64,20 +64,19 @@ private[runtime] object HeavyKeys {
     // Each side's keys over minBytes and a slot's share of the stage, heavy on their own.
     def countedOn(in: StageInput): Seq[CountedKey] = in.counts.toSeq.flatMap { c =>
       keys.tally(in).take(maxKeys).map { case (values, count) =>
-        CountedKey(values, count, c.share(count.rows), partitionOf(values, in.keys, stage.n))
+        val share = c.share(count.rows)
+        CountedKey(values, count, share, partitionOf(values, in.keys, stage.n), share * in.totalBytes)
       }.filter { k =>
-        val bytes = k.share * in.totalBytes
-        bytes >= minBytes && bytes >= stage.evenBytes &&
-          (stage.holdsBack(k.partition, bytes) || stage.fillsSlot(bytes))
+        k.bytes >= minBytes && k.bytes >= stage.evenBytes &&
+          (holdsBack(k) || stage.fillsSlot(k.bytes))
       }
     }
-    def holdsBack(in: StageInput)(k: CountedKey) = stage.holdsBack(k.partition, k.share * in.totalBytes)
+    def holdsBack(k: CountedKey) = stage.holdsBack(k.partition, k.bytes)
     val nullSide = if (nullKeys) nullKeySide(keys, shape, l, r, stage, minBytes) else None
     // Once a key (or the NULL keys) holds the stage back, its tasks are planned at a fraction of
     // a slot's share, and a key that fills a slot by itself would hold them back in its turn.
     val (countedLeft, countedRight) = (countedOn(l), countedOn(r))
-    val replanned = nullSide.isDefined || countedLeft.exists(holdsBack(l)) ||
-      countedRight.exists(holdsBack(r))
+    val replanned = nullSide.isDefined || (countedLeft ++ countedRight).exists(holdsBack)
     val (left, right) = if (replanned) (countedLeft, countedRight) else (Nil, Nil)
     val byKey = mutable.LinkedHashMap.empty[Seq[Any], HeavyKey]
     left.foreach { k =>
@@ -179,8 +178,12 @@ private[runtime] object HeavyKeys {
   }
 }
 
-/** A key tuple one side's counts hold: its count, its share of the side's rows, its partition. */
-private final case class CountedKey(values: Seq[Any], count: KeyCount, share: Double, partition: Int)
+/**
+ * A key tuple one side's counts hold: its count, its share of the side's rows, its partition and
+ * the bytes of its rows (its share of the side's).
+ */
+private final case class CountedKey(
+    values: Seq[Any], count: KeyCount, share: Double, partition: Int, bytes: Double)
 
 /**
  * What the counts of a join's inputs found: the heavy keys with the split that is exact for
