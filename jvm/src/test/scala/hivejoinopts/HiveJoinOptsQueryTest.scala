@@ -4,6 +4,7 @@ import org.apache.spark.SparkConf
 import org.apache.spark.sql.{DataFrame, QueryTest, Row}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.test.SharedSparkSession
 import org.scalactic.source
 
@@ -32,6 +33,8 @@ trait HiveJoinOptsQueryTest extends QueryTest with SharedSparkSession with Adapt
     .set("spark.sql.planChangeValidation", "true")
     .set("spark.driver.host", "127.0.0.1")
     .set("spark.driver.bindAddress", "127.0.0.1")
+    // Tables of many folders are listed by the driver, not by a job of one task per folder.
+    .set(SQLConf.PARALLEL_PARTITION_DISCOVERY_THRESHOLD.key, "100000")
 
   /** Each test starts with nothing remembered from earlier queries (samples, footers, sides). */
   override protected def beforeEach(): Unit = {
