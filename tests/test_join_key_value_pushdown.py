@@ -153,7 +153,6 @@ HIVE_SCRIPT = textwrap.dedent("""
     import json, sys
     from pyspark.sql import SparkSession
     import hive_join_opts
-    from hive_join_opts._session import local_session
     folder = sys.argv[1]
     builder = (SparkSession.builder.master("local[2]")
                .config("spark.driver.host", "127.0.0.1")
