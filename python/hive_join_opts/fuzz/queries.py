@@ -388,9 +388,13 @@ class QueryGenerator:
         r = self.rnd
         pick = r.random()
         names = list(q.columns)
-        if pick < 0.12:
-            part = r.choice(names)
-            order = ", ".join(names)
+        # A floating-point column is no window key: a sum of doubles ends in the digits of the
+        # order its rows were added in, which a plan that splits a key changes (compared within
+        # a tolerance as a value, but a window partitions on it exactly).
+        keys = [c for c in names if q.columns[c] != "double"]
+        if pick < 0.12 and keys:
+            part = r.choice(keys)
+            order = ", ".join(keys)
             nums = [c for c in names if q.columns[c] in ("int", "bigint")]
             items = ["*", f"rank() OVER (PARTITION BY {part} ORDER BY {order}) AS w0"]
             cols = dict(q.columns, w0="int")
