@@ -87,11 +87,11 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * or of its partitions. ORC's reader also skips the row groups inside a stripe, so on ORC the
  * check counts from below. A scan in no order on the key skips no row group, but where its
  * rows are shuffled (the other side is not broadcast) and the range is estimated to rule out at
- * least `runtime.minFilteredRowShare` of them (integer and date keys, taken as spread evenly
- * within each row group), the filter Spark keeps above the scan drops them before the shuffle:
- * the scan waits for the value set, as Spark's run-time bloom filter would, but the join's
- * shuffle carries only the rows the side may match. Orders whose dates do not follow their ids
- * (TPC-H's), whose month spans every id, leave the plan as it is.
+ * least `runtime.minFilteredRowShare` of them (integer, date and decimal keys, taken as spread
+ * evenly within each row group), the filter Spark keeps above the scan drops them before the
+ * shuffle: the scan waits for the value set, as Spark's run-time bloom filter would, but the
+ * join's shuffle carries only the rows the side may match. Orders whose dates do not follow
+ * their ids (TPC-H's), whose month spans every id, leave the plan as it is.
  *
  * '''Spark's own run-time filters.''' Dynamic partition pruning covers a partition column on
  * the sides of the join it prunes (not an anti join's) when the join broadcasts the other side
@@ -116,7 +116,8 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *    is not smaller than the scans to prune;
  *  - the cost check above finds nothing to skip, and, on a scan whose rows are shuffled, too
  *    few rows to filter out; or the footers do not tell: statistics are read for integer, date,
- *    string and decimal keys (rows to filter are estimated for integer and date keys only), and
+ *    string and decimal keys (rows to filter are estimated for all but strings, whose values
+ *    have no even spread), and
  *    may be missing;
  *  - on Spark 3.5, a data column of a table listed by another file index than Spark's own (a
  *    table format's): 3.5's scan pushes literals only, and is given the values of the range
@@ -349,12 +350,22 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         if (paying.isEmpty) {
           why(judged.map {
             case (k, Left(reason)) => s"${k.name}: $reason"
-            case (k, Right(est)) => s"${k.name}: the other side's estimated range " +
-              s"[${est.lo}, ${est.hi}] rules out less than $minSkippedRowShare " +
-              "(bigSide.minSkippedRowShare) of the rows or partitions of " +
-              k.targets.map(_.describe).mkString(", ") + (if (!filtersRows) "" else
-                s", and filters less than $minFilteredRowShare (runtime.minFilteredRowShare) " +
-                  "of their rows before the shuffle")
+            case (k, Right(est)) =>
+              // Rows to filter are estimated for keys spread evenly between two statistics.
+              val filterJudged =
+                if (filtersRows) k.targets.filter(filteredShare(_, est).isDefined) else Nil
+              val unjudged = if (!filtersRows) Nil else
+                k.targets.filter(t => unorderedTargets(t) && !filterJudged.contains(t))
+              s"${k.name}: the other side's estimated range [${est.lo}, ${est.hi}] rules out " +
+                s"less than $minSkippedRowShare (bigSide.minSkippedRowShare) of the rows or " +
+                "partitions of " + k.targets.map(_.describe).mkString(", ") +
+                (if (filterJudged.isEmpty) "" else
+                  s", and filters less than $minFilteredRowShare " +
+                    "(runtime.minFilteredRowShare) of their rows before the shuffle") +
+                (if (unjudged.isEmpty) "" else ", and the footers cannot tell how many rows of " +
+                  unjudged.map(_.describe).mkString(", ") + " it would filter (in no order, " +
+                  s"of type ${unjudged.head.column.dataType.simpleString}: only integer, date " +
+                  "and decimal keys are estimated)")
           }.mkString("; "))
         } else {
           Right(RuntimePlan(sideName, big, valueSetSide.toOption.get, paying, smallBytes,

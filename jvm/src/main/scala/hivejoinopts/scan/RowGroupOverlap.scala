@@ -1,5 +1,6 @@
 package hivejoinopts.scan
 
+import scala.util.Try
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
@@ -85,11 +86,11 @@ private[hivejoinopts] object RowGroupOverlap {
   }
 
   /**
-   * The share of rows, in up to `maxFiles` of the relation's files, whose integer or date
-   * `column` lies in [lo, hi], each row group's values taken as spread evenly between its
+   * The share of rows, in up to `maxFiles` of the relation's files, whose integer, date or
+   * decimal `column` lies in [lo, hi], each row group's values taken as spread evenly between its
    * statistics' minimum and maximum: what a filter on that range keeps of rows in no order on
    * the column, where [[rowShareMayHold]] sees every row group held. NULLs are not kept. None
-   * when the footers do not tell, or for another type.
+   * when the footers do not tell, or for another type (a string's values have no even spread).
    */
   def rowShareInRange(
       session: SparkSession,
@@ -99,26 +100,48 @@ private[hivejoinopts] object RowGroupOverlap {
       lo: Any,
       hi: Any,
       maxFiles: Int,
-      deadlineNanos: Long): Option[Double] = (integral(lo), integral(hi), columnType) match {
-    case (Some(l), Some(h), ByteType | ShortType | IntegerType | LongType | DateType) =>
+      deadlineNanos: Long): Option[Double] = (number(lo), number(hi)) match {
+    case (Some(l), Some(h)) if isNumber(columnType) =>
       val (_, chunks) = sampledChunks(session, relation, column, maxFiles, deadlineNanos)
-      val groups = chunks.map(_.filter(estimateOrder(_, columnType).isDefined).map(_.rowGroups))
+      val groups = chunks.map(_.flatMap(c => numericStatistics(c, columnType)
+        .map { case (value, step) => c.rowGroups.map(g => (g, value, step)) }))
       val rowGroups = groups.flatten.flatten
-      val kept = rowGroups.map(g => (g.range, g.nulls) match {
+      val kept = rowGroups.map { case (g, value, step) => (g.range, g.nulls) match {
         case _ if g.rows == 0 => Some(0.0)
         case (None, Some(nulls)) if nulls == g.rows => Some(0.0)
         case (Some((min, max)), nulls) =>
-          for (a <- integral(min); b <- integral(max) if a <= b) yield {
-            val overlap = (BigDecimal(math.min(b, h)) - math.max(a, l) + 1).max(0)
-            (overlap / (BigDecimal(b) - a + 1)).toDouble * (g.rows - nulls.getOrElse(0L))
+          for (a <- value(min); b <- value(max) if a <= b) yield {
+            val overlap = (b.min(h) - a.max(l) + step).max(0)
+            (overlap / (b - a + step)).toDouble * (g.rows - nulls.getOrElse(0L))
           }
         case _ => None
-      })
-      val total = rowGroups.map(_.rows).sum
+      }}
+      val total = rowGroups.map(_._1.rows).sum
       if (groups.exists(_.isEmpty) || kept.exists(_.isEmpty) || total == 0) None
       else Some(kept.flatten.sum / total)
     case _ => None
   }
+
+  private def isNumber(columnType: DataType): Boolean = columnType match {
+    case ByteType | ShortType | IntegerType | LongType | DateType | _: DecimalType => true
+    case _ => false
+  }
+
+  /**
+   * How a chunk's statistics of an integer, date or decimal column read as numbers, and the step
+   * between two of its values (1, or a unit of a decimal's last digit); None for a chunk whose
+   * statistics are not compared ([[estimateOrder]]) or another type.
+   */
+  private def numericStatistics(c: ColumnChunks, columnType: DataType)
+      : Option[(Any => Option[BigDecimal], BigDecimal)] =
+    if (estimateOrder(c, columnType).isEmpty) None
+    else columnType match {
+      case _: DecimalType => FilteredKeyRange.decimalScale(c.primitive).map(scale =>
+        ((s: Any) => Try(BigDecimal(FilteredKeyRange.decimalStatistic(s, scale))).toOption,
+          BigDecimal(1L, scale)))
+      case t if isNumber(t) => Some(((s: Any) => integral(s).map(BigDecimal(_)), BigDecimal(1)))
+      case _ => None
+    }
 
   /** An integer statistic or value (a date's day number) as a Long. */
   private def integral(v: Any): Option[Long] = v match {
@@ -126,6 +149,14 @@ private[hivejoinopts] object RowGroupOverlap {
       Some(n.asInstanceOf[Number].longValue)
     case _ => None
   }
+
+  /** An estimate's bound (an integer, a date's day number or a decimal) as a number. */
+  private def number(v: Any): Option[BigDecimal] =
+    integral(v).map(BigDecimal(_)).orElse(v match {
+      case d @ (_: org.apache.spark.sql.types.Decimal | _: java.math.BigDecimal) =>
+        Some(BigDecimal(FilteredKeyRange.decimal(d)))
+      case _ => None
+    })
 
   /**
    * How many of the row groups of an unpartitioned relation's files may hold a row `kept` keeps

@@ -820,7 +820,12 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     // The month's 1,000 ids of 20,000: every row group spans them all, but 95% of the items'
     // keys lie outside their range. Broadcasts off: the items are shuffled to the join.
     withSQLConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
-      for (format <- Seq("parquet", "orc"); keyType <- Seq("bigint", "int", "date")) {
+      // Decimals as Parquet stores them up to 18 digits (an integer) and above (bytes), and as
+      // ORC does.
+      val layouts = for (format <- Seq("parquet", "orc"); keyType <- Seq("bigint", "int", "date"))
+        yield (format, keyType)
+      for ((format, keyType) <- layouts ++ Seq(("parquet", "decimal(12,2)"),
+          ("parquet", "decimal(20,0)"), ("orc", "decimal(12,2)"))) {
         withOrders(sorted = false, format = format, keyType = keyType) {
           val (off, on) = offAndOn(sql(monthQuery))
           val scan = itemsScan(on)
@@ -847,6 +852,14 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
         checkSameAnswer(sql(wide))
         val Seq(w) = runtimeDecisions(sql(wide))
         assert(!w.fired && w.reason.contains("filters less than 0.5"), w)
+      }
+      // A string's values have no even spread between two statistics: the rows to filter are
+      // not estimated, and the decision says so.
+      withOrders(sorted = false, keyType = "string") {
+        checkSameAnswer(sql(monthQuery))
+        val Seq(d) = runtimeDecisions(sql(monthQuery))
+        assert(!d.fired && d.reason.contains("cannot tell how many rows of items.o") &&
+          d.reason.contains("of type string") && !d.reason.contains("filters less than"), d)
       }
     }
   }

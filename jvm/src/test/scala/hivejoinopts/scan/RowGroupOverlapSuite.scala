@@ -1,6 +1,7 @@
 package hivejoinopts.scan
 
-import org.apache.spark.sql.types.{DataType, DateType, Decimal, DecimalType, IntegerType}
+import org.apache.spark.sql.types.{DataType, DateType, Decimal, DecimalType, IntegerType,
+  StringType}
 
 import hivejoinopts.ParquetTables
 import hivejoinopts.scan.ParquetFileSkipping.Kept
@@ -75,9 +76,16 @@ class RowGroupOverlapSuite extends ParquetTables {
     val first = java.time.LocalDate.of(2000, 1, 1).toEpochDay.toInt
     val days = inRange("sorted_dates", first, first + 49, DateType)
     assert(math.abs(days - 0.5) < 0.03, days)
-    // Decimals and other values are not interpolated.
-    assert(RowGroupOverlap.rowShareInRange(spark, fsRelationOf("sorted_decimal7"), "k",
-      DecimalType(7, 2), Decimal(0), Decimal(1), 16, deadline).isEmpty)
+    // Decimals by their value, in steps of their last digit, stored as integers or in bytes:
+    // the keys -0.50 to -0.41 are a tenth of the rows, and so is a range across zero.
+    for (precision <- Seq(7, 12, 20, 38); (lo, hi) <- Seq(("-0.50", "-0.41"), ("-0.05", "0.04"))) {
+      val tenth = inRange(s"sorted_decimal$precision", Decimal(BigDecimal(lo)),
+        Decimal(BigDecimal(hi)), DecimalType(precision, 2))
+      assert(math.abs(tenth - 0.1) < 0.03, s"$precision [$lo, $hi]: $tenth")
+    }
+    // A string's values have no even spread between two statistics.
+    assert(RowGroupOverlap.rowShareInRange(spark, fsRelationOf("sorted"), "k", StringType, "a",
+      "b", 16, deadline).isEmpty)
   }
 
   test("dates are compared by their day: the share of a date range's rows") {
