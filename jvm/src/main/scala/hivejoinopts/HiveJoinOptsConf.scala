@@ -285,8 +285,8 @@ object HiveJoinOptsConf {
       "scan still waits for it and filters its rows by the range before they are shuffled, " +
       "when the range is estimated to rule out at least this share of the scan's rows (from " +
       "the other side's footers and the scan's row-group statistics, keys taken as spread " +
-      "evenly within each; integer, date and decimal keys). Not where the other side is " +
-      "broadcast: the scan's rows are then not shuffled. 1 turns this off.",
+      "evenly within each). Not where the other side is broadcast: the scan's rows are then " +
+      "not shuffled. 1 turns this off.",
     V020, default = 0.5, v => v > 0 && v <= 1, "Must be a share above 0 and at most 1."))
 
   val MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES: Flag[Long] = flag(Flag.bytes(

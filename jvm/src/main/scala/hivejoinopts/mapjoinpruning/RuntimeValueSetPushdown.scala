@@ -87,10 +87,10 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * or of its partitions. ORC's reader also skips the row groups inside a stripe, so on ORC the
  * check counts from below. A scan in no order on the key skips no row group, but where its
  * rows are shuffled (the other side is not broadcast) and the range is estimated to rule out at
- * least `runtime.minFilteredRowShare` of them (integer, date and decimal keys, taken as spread
- * evenly within each row group), the filter Spark keeps above the scan drops them before the
- * shuffle: the scan waits for the value set, as Spark's run-time bloom filter would, but the
- * join's shuffle carries only the rows the side may match. Orders whose dates do not follow
+ * least `runtime.minFilteredRowShare` of them (keys taken as spread evenly within each row
+ * group), the filter Spark keeps above the scan drops them before the shuffle: the scan waits
+ * for the value set, as Spark's run-time bloom filter would, but the join's shuffle carries only
+ * the rows the side may match. Orders whose dates do not follow
  * their ids (TPC-H's), whose month spans every id, leave the plan as it is.
  *
  * '''Spark's own run-time filters.''' Dynamic partition pruning covers a partition column on
@@ -116,8 +116,7 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *    is not smaller than the scans to prune;
  *  - the cost check above finds nothing to skip, and, on a scan whose rows are shuffled, too
  *    few rows to filter out; or the footers do not tell: statistics are read for integer, date,
- *    string and decimal keys (rows to filter are estimated for all but strings, whose values
- *    have no even spread), and
+ *    string and decimal keys (an ORC string's or a collated string's are not compared), and
  *    may be missing;
  *  - on Spark 3.5, a data column of a table listed by another file index than Spark's own (a
  *    table format's): 3.5's scan pushes literals only, and is given the values of the range
@@ -363,9 +362,8 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
                   s", and filters less than $minFilteredRowShare " +
                     "(runtime.minFilteredRowShare) of their rows before the shuffle") +
                 (if (unjudged.isEmpty) "" else ", and the footers cannot tell how many rows of " +
-                  unjudged.map(_.describe).mkString(", ") + " it would filter (in no order, " +
-                  s"of type ${unjudged.head.column.dataType.simpleString}: only integer, date " +
-                  "and decimal keys are estimated)")
+                  unjudged.map(_.describe).mkString(", ") + " it would filter (in no order; statistics " +
+                  "missing or not compared as the key's values are, or footers not read in time)")
           }.mkString("; "))
         } else {
           Right(RuntimePlan(sideName, big, valueSetSide.toOption.get, paying, smallBytes,

@@ -10,7 +10,9 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, PartitioningAwareFileIndex}
-import org.apache.spark.sql.types.{ByteType, DataType, DateType, DecimalType, IntegerType, LongType, ShortType}
+import org.apache.spark.sql.types.{ByteType, DataType, DateType, DecimalType, IntegerType, LongType,
+  ShortType, StringType}
+import org.apache.spark.unsafe.types.UTF8String
 
 import hivejoinopts.compat.SparkShims
 
@@ -86,11 +88,11 @@ private[hivejoinopts] object RowGroupOverlap {
   }
 
   /**
-   * The share of rows, in up to `maxFiles` of the relation's files, whose integer, date or
-   * decimal `column` lies in [lo, hi], each row group's values taken as spread evenly between its
-   * statistics' minimum and maximum: what a filter on that range keeps of rows in no order on
-   * the column, where [[rowShareMayHold]] sees every row group held. NULLs are not kept. None
-   * when the footers do not tell, or for another type (a string's values have no even spread).
+   * The share of rows, in up to `maxFiles` of the relation's files, whose integer, date,
+   * decimal or string `column` lies in [lo, hi], each row group's values taken as spread evenly
+   * between its statistics' minimum and maximum: what a filter on that range keeps of rows in no
+   * order on the column, where [[rowShareMayHold]] sees every row group held. NULLs are not
+   * kept. None when the footers do not tell, or for another type.
    */
   def rowShareInRange(
       session: SparkSession,
@@ -100,48 +102,100 @@ private[hivejoinopts] object RowGroupOverlap {
       lo: Any,
       hi: Any,
       maxFiles: Int,
-      deadlineNanos: Long): Option[Double] = (number(lo), number(hi)) match {
-    case (Some(l), Some(h)) if isNumber(columnType) =>
+      deadlineNanos: Long): Option[Double] = columnType match {
+    case ByteType | ShortType | IntegerType | LongType | DateType | _: DecimalType |
+        _: StringType =>
       val (_, chunks) = sampledChunks(session, relation, column, maxFiles, deadlineNanos)
-      val groups = chunks.map(_.flatMap(c => numericStatistics(c, columnType)
-        .map { case (value, step) => c.rowGroups.map(g => (g, value, step)) }))
-      val rowGroups = groups.flatten.flatten
-      val kept = rowGroups.map { case (g, value, step) => (g.range, g.nulls) match {
-        case _ if g.rows == 0 => Some(0.0)
-        case (None, Some(nulls)) if nulls == g.rows => Some(0.0)
-        case (Some((min, max)), nulls) =>
-          for (a <- value(min); b <- value(max) if a <= b) yield {
-            val overlap = (b.min(h) - a.max(l) + step).max(0)
-            (overlap / (b - a + step)).toDouble * (g.rows - nulls.getOrElse(0L))
-          }
-        case _ => None
-      }}
-      val total = rowGroups.map(_._1.rows).sum
-      if (groups.exists(_.isEmpty) || kept.exists(_.isEmpty) || total == 0) None
-      else Some(kept.flatten.sum / total)
+      val compared = chunks.map(_.filter(estimateOrder(_, columnType).isDefined))
+      val scale = if (compared.exists(_.isEmpty)) None
+        else KeyScale.of(columnType, compared.flatten, lo, hi)
+      scale.flatMap(s => shareInRange(compared.flatten, s))
     case _ => None
   }
 
-  private def isNumber(columnType: DataType): Boolean = columnType match {
-    case ByteType | ShortType | IntegerType | LongType | DateType | _: DecimalType => true
-    case _ => false
+  private def shareInRange(chunks: Seq[ColumnChunks], scale: KeyScale): Option[Double] = {
+    val rowGroups = chunks.flatMap(c => c.rowGroups.map(c -> _))
+    val kept = rowGroups.map { case (c, g) => (g.range, g.nulls) match {
+      case _ if g.rows == 0 => Some(0.0)
+      case (None, Some(nulls)) if nulls == g.rows => Some(0.0)
+      case (Some((min, max)), nulls) =>
+        for (a <- scale.statistic(c, min); b <- scale.statistic(c, max) if a <= b) yield {
+          val step = scale.step(c)
+          val overlap = (b.min(scale.hi) - a.max(scale.lo) + step).max(0)
+          (overlap / (b - a + step)).toDouble * (g.rows - nulls.getOrElse(0L))
+        }
+      case _ => None
+    }}
+    val total = rowGroups.map(_._2.rows).sum
+    if (kept.exists(_.isEmpty) || total == 0) None else Some(kept.flatten.sum / total)
   }
 
   /**
-   * How a chunk's statistics of an integer, date or decimal column read as numbers, and the step
-   * between two of its values (1, or a unit of a decimal's last digit); None for a chunk whose
-   * statistics are not compared ([[estimateOrder]]) or another type.
+   * A key's values as numbers on which they are taken as spread evenly: the range's bounds, each
+   * chunk's statistics, and the step between two values of a chunk (1, or a unit of a decimal's
+   * last digit).
    */
-  private def numericStatistics(c: ColumnChunks, columnType: DataType)
-      : Option[(Any => Option[BigDecimal], BigDecimal)] =
-    if (estimateOrder(c, columnType).isEmpty) None
-    else columnType match {
-      case _: DecimalType => FilteredKeyRange.decimalScale(c.primitive).map(scale =>
-        ((s: Any) => Try(BigDecimal(FilteredKeyRange.decimalStatistic(s, scale))).toOption,
-          BigDecimal(1L, scale)))
-      case t if isNumber(t) => Some(((s: Any) => integral(s).map(BigDecimal(_)), BigDecimal(1)))
+  private final case class KeyScale(
+      lo: BigDecimal,
+      hi: BigDecimal,
+      statistic: (ColumnChunks, Any) => Option[BigDecimal],
+      step: ColumnChunks => BigDecimal)
+
+  private object KeyScale {
+    // Bytes of a string read as a number, past the prefix every bound and statistic shares.
+    private val StringBytes = 8
+
+    def of(columnType: DataType, chunks: Seq[ColumnChunks], lo: Any, hi: Any): Option[KeyScale] =
+      columnType match {
+        case _: StringType => strings(chunks, lo, hi)
+        case _ => for (l <- number(lo); h <- number(hi)) yield columnType match {
+          case _: DecimalType => KeyScale(l, h,
+            (c, s) => FilteredKeyRange.decimalScale(c.primitive).flatMap(scale =>
+              Try(BigDecimal(FilteredKeyRange.decimalStatistic(s, scale))).toOption),
+            c => FilteredKeyRange.decimalScale(c.primitive).map(BigDecimal(1L, _))
+              .getOrElse(BigDecimal(1)))
+          case _ => KeyScale(l, h, (_, s) => integral(s).map(BigDecimal(_)), _ => BigDecimal(1))
+        }
+      }
+
+    /**
+     * Strings by their UTF-8 bytes, the order Parquet's statistics and Spark's binary collation
+     * share. Past the prefix every bound and statistic has in common (an id's fixed letters, its
+     * leading zeros), the next bytes are read as digits of a number, each in the radix of the
+     * bytes seen at its place (a missing byte first, where some value ends there): ids of
+     * decimal digits read as their value, as an integer id would.
+     */
+    private def strings(chunks: Seq[ColumnChunks], lo: Any, hi: Any): Option[KeyScale] = {
+      val stats = chunks.flatMap(_.rowGroups.flatMap(_.range.toSeq.flatMap(r => Seq(r._1, r._2))))
+      val all = (lo +: hi +: stats).map(bytes)
+      if (all.exists(_.isEmpty)) None
+      else {
+        val values = all.flatten
+        val prefix = values.reduce((a, b) => a.zip(b).takeWhile(p => p._1 == p._2).map(_._1))
+          .length
+        // Each place: its index, its least byte less one where some value ends before it (the
+        // missing byte's digit), and its radix.
+        val places = (prefix until prefix + StringBytes).flatMap { i =>
+          val seen = values.filter(_.length > i).map(_(i) & 0xff)
+          val missing = if (seen.size < values.size) 1 else 0
+          if (seen.isEmpty) None
+          else Some((i, seen.min - missing, seen.max - seen.min + 1 + missing))
+        }
+        def read(v: Any): Option[BigDecimal] = bytes(v).map(b => BigDecimal(
+          places.foldLeft(BigInt(0)) { case (n, (i, zero, radix)) =>
+            n * radix + (if (b.length > i) (b(i) & 0xff) - zero else 0)
+          }))
+        for (l <- read(lo); h <- read(hi))
+          yield KeyScale(l, h, (_, s) => read(s), _ => BigDecimal(1))
+      }
+    }
+
+    private def bytes(v: Any): Option[Array[Byte]] = v match {
+      case b: org.apache.parquet.io.api.Binary => Some(b.getBytes)
+      case s: UTF8String => Some(s.getBytes)
       case _ => None
     }
+  }
 
   /** An integer statistic or value (a date's day number) as a Long. */
   private def integral(v: Any): Option[Long] = v match {

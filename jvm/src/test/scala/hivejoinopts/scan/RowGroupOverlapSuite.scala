@@ -2,6 +2,7 @@ package hivejoinopts.scan
 
 import org.apache.spark.sql.types.{DataType, DateType, Decimal, DecimalType, IntegerType,
   StringType}
+import org.apache.spark.unsafe.types.UTF8String
 
 import hivejoinopts.ParquetTables
 import hivejoinopts.scan.ParquetFileSkipping.Kept
@@ -18,6 +19,12 @@ class RowGroupOverlapSuite extends ParquetTables {
     keyTable("one_group", "id", rows = 10, files = 1)
     table("sorted_dates", spark.range(0, 8000, 1, 4).selectExpr(
       "date_add(DATE'2000-01-01', CAST(id * 100 DIV 8000 AS INT)) AS k"),
+      Map("parquet.block.size" -> "4096"))
+    table("shuffled_ids", spark.range(0, 8000, 1, 4).selectExpr(
+      "CONCAT('ORD-', lpad(CAST(id * 7919 % 100 AS STRING), 3, '0')) AS k"),
+      Map("parquet.block.size" -> "4096"))
+    table("sorted_ids", spark.range(0, 8000, 1, 4).selectExpr(
+      "CONCAT('ORD-', lpad(CAST(id * 100 DIV 8000 AS STRING), 3, '0')) AS k"),
       Map("parquet.block.size" -> "4096"))
     // Decimals stored as INT32 and INT64 (unscaled) and in bytes: the keys -0.50 to 0.49.
     for (precision <- Seq(7, 12, 20, 38)) {
@@ -83,9 +90,18 @@ class RowGroupOverlapSuite extends ParquetTables {
         Decimal(BigDecimal(hi)), DecimalType(precision, 2))
       assert(math.abs(tenth - 0.1) < 0.03, s"$precision [$lo, $hi]: $tenth")
     }
-    // A string's values have no even spread between two statistics.
-    assert(RowGroupOverlap.rowShareInRange(spark, fsRelationOf("sorted"), "k", StringType, "a",
-      "b", 16, deadline).isEmpty)
+    // Strings past their common prefix, each byte a digit in the radix of the bytes seen at its
+    // place: ids of digits read as their numbers, in order or not.
+    def ids(lo: Int, hi: Int) = (UTF8String.fromString(f"ORD-$lo%03d"),
+      UTF8String.fromString(f"ORD-$hi%03d"))
+    for ((table, (lo, hi), share) <- Seq(("shuffled_ids", ids(0, 9), 0.1),
+        ("shuffled_ids", ids(50, 99), 0.5), ("sorted_ids", ids(0, 24), 0.25))) {
+      val got = inRange(table, lo, hi, StringType)
+      assert(math.abs(got - share) < 0.03, s"$table [$lo, $hi]: $got")
+    }
+    // Statistics not compared as the column's values are (an integer column's) tell nothing.
+    assert(RowGroupOverlap.rowShareInRange(spark, fsRelationOf("sorted"), "k", StringType,
+      UTF8String.fromString("0"), UTF8String.fromString("9"), 16, deadline).isEmpty)
   }
 
   test("dates are compared by their day: the share of a date range's rows") {
