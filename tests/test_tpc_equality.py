@@ -61,6 +61,10 @@ RUNTIME_VALUE_SETS_CONF = {
 # CoarsenJoinShuffle fires (q25).
 BY_DATE_QUERIES = ("q3", "q12", "q25", "q37")
 
+# The fact tables those queries read: only these are written partitioned by day.
+BY_DATE_FACTS = sorted({table for name, sql in tpc.queries("tpcds").items() if name in BY_DATE_QUERIES
+                        for table in tpc.TPCDS_DATE_KEYS if re.search(rf"\b{table}\b", sql)})
+
 # TPC-H queries that are also part of the check of other Spark lines (marker `line`): those
 # where a rule besides the key counts and value pushdown fires (q2, q17, q20), an outer join
 # (q13), and the biggest join (q21). The texts are generated at collection: a missing generator
@@ -114,7 +118,8 @@ def use_benchmark(spark):
         tables = _tables(benchmark)
         if registered["name"] != tables:
             if tables == "tpcds_by_date":
-                tpc.register(spark, "tpcds", tpc.partition_by_date(spark, tpc.generate("tpcds")))
+                tpc.register(spark, "tpcds", tpc.partition_by_date(
+                    spark, tpc.generate("tpcds"), BY_DATE_FACTS))
             else:
                 tpc.register(spark, tables, tpc.generate(tables))
             registered["name"] = tables
@@ -191,3 +196,12 @@ def test_with_default_flags_no_join_key_is_sampled_while_planning(use_benchmark,
         if work.get("sampleMs", 0) or samples:
             sampled[name] = (work, samples)
     assert len(queries) >= 22 and not sampled, sampled
+
+
+def test_the_date_partitioned_copy_names_a_table_it_cannot_partition(tmp_path):
+    """A table that is not a TPC-DS fact with a date key is refused before anything is written,
+    with the tables it takes."""
+    with pytest.raises(ValueError, match="not TPC-DS fact tables with a date key: date_dim; "
+                                         "known: store_sales"):
+        tpc.partition_by_date(None, tmp_path / "tpcds", ["store_sales", "date_dim"])
+    assert not (tmp_path / "tpcds-by-date").exists()

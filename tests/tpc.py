@@ -21,6 +21,7 @@ def generate(benchmark: str):
 
 partition_by_date = tpc.partition_by_date
 register = tpc.register
+TPCDS_DATE_KEYS = tpc.TPCDS_DATE_KEYS
 
 # What the equality test saw, for the summary at the end of the run: query -> rules fired.
 REPORT: dict[str, list[str]] = {}

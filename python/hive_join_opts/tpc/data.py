@@ -56,28 +56,32 @@ def generate(benchmark: str, scale: float, cache: Path | None = None) -> Path:
     return folder
 
 
-def partition_by_date(spark, folder: Path) -> Path:
-    """A copy of the TPC-DS data in `folder` whose fact tables are partitioned by their date key
-    (one folder per day, as Hive warehouses lay them out), written once and cached; the other
-    tables link to the same files."""
+def partition_by_date(spark, folder: Path, facts: list[str] | None = None) -> Path:
+    """A copy of the TPC-DS data in `folder` whose fact tables `facts` (by default every one in
+    TPCDS_DATE_KEYS) are partitioned by their date key (one folder per day, as Hive warehouses
+    lay them out), each written once and cached; the other tables link to the same files."""
+    unknown = sorted(set(facts or ()) - set(TPCDS_DATE_KEYS))
+    if unknown:
+        raise ValueError(f"not TPC-DS fact tables with a date key: {', '.join(unknown)}; "
+                         f"known: {', '.join(TPCDS_DATE_KEYS)}")
     target = folder.with_name(folder.name + "-by-date")
-    if not (target / "_COMPLETE").exists():
-        shutil.rmtree(target, ignore_errors=True)
-        target.mkdir(parents=True)
-        with activity(f"writing the TPC-DS fact tables partitioned by date into {target} (once)"):
-            _write_by_date(spark, folder, target)
-        (target / "_COMPLETE").write_text("")
-    return target
-
-
-def _write_by_date(spark, folder: Path, target: Path) -> None:
+    target.mkdir(parents=True, exist_ok=True)
     for table in TABLES["tpcds"]:
-        if table in TPCDS_DATE_KEYS:
-            key = TPCDS_DATE_KEYS[table]
-            (spark.read.parquet(str(folder / f"{table}.parquet")).repartition(key)
-             .write.partitionBy(key).parquet(str(target / f"{table}.parquet")))
-        else:
-            (target / f"{table}.parquet").symlink_to(folder / f"{table}.parquet")
+        copy = target / f"{table}.parquet"
+        done = target / f"_{table}_COMPLETE"
+        if table in (TPCDS_DATE_KEYS if facts is None else facts):
+            if not done.exists():
+                if copy.is_symlink():
+                    copy.unlink()
+                shutil.rmtree(copy, ignore_errors=True)
+                with activity(f"writing TPC-DS {table} partitioned by date into {target} (once)"):
+                    key = TPCDS_DATE_KEYS[table]
+                    (spark.read.parquet(str(folder / f"{table}.parquet")).repartition(key)
+                     .write.partitionBy(key).parquet(str(copy)))
+                done.write_text("")
+        elif not copy.exists() and not copy.is_symlink():
+            copy.symlink_to(folder / f"{table}.parquet")
+    return target
 
 
 def register(spark, benchmark: str, folder: Path) -> None:
