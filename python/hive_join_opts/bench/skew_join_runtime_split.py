@@ -10,9 +10,9 @@ of 20% each, spread; eight heavy keys of 3% to 8% each; the heavy key in a file 
 the spread layout joined through a shuffle of more than 2,000 partitions, where Spark's map
 statuses report average block sizes; both sides skewed, each on a key of its own; and keys
 without skew, where the split must stay away, and where a fifth run, the fourth without the key
-counts, measures what counting costs against the same plan without it. A last family brings
-the skew from another join: the output of a fact joined to a dimension filtered to a few hot
-keys, joined on to a big table.
+counts, measures what counting costs against the same plan without it. A family brings the
+skew from another join: the output of a fact joined to a dimension filtered to a few hot keys,
+joined on to a big table. A last one has no join: an aggregate and a window on the heavy key.
 """
 
 from __future__ import annotations
@@ -234,6 +234,33 @@ def _after_filter_scenario(query: str) -> Scenario:
                            dataset=AFTER_FILTER, sql=AFTER_FILTER_QUERIES[query])
 
 
+# Stages on the heavy key that are not joins, where the split never fires: what holds them back
+# and what does not. Spark's partial aggregation leaves a key one row per map task before the
+# shuffle, so an aggregate of sums is even; the merge of a key's sketches and a window over the
+# key's rows are one task each, which no split of rows keeps exact.
+NO_JOIN_QUERIES = {
+    "sum_by_key": "SELECT count(*), sum(n), sum(s) FROM (SELECT k, count(*) AS n, sum(v) AS s "
+                  "FROM rt_spread GROUP BY k)",
+    "percentile_by_key": "SELECT count(*), sum(p) FROM (SELECT k, percentile_approx(x, 0.5) AS p "
+                         "FROM rt_spread GROUP BY k)",
+    "window_by_key": "SELECT count(*), sum(r) FROM (SELECT row_number() OVER (PARTITION BY k "
+                     "ORDER BY x) AS r FROM rt_spread)",
+}
+
+NO_JOIN_TITLES = {
+    "sum_by_key": "no join: GROUP BY the key with count and sum (partial aggregation evens it)",
+    "percentile_by_key": "no join: percentile_approx by the key (one task merges its sketches)",
+    "window_by_key": "no join: row_number() over the key (one task sorts its rows)",
+}
+
+
+def _no_join_scenario(query: str) -> Scenario:
+    return _split_scenario(f"spread_{query}", title=f"{NO_JOIN_TITLES[query]}; "
+                           f"{LAYOUT_TITLES['spread']}", dataset=DATASETS["spread"],
+                           sql=NO_JOIN_QUERIES[query], expect_rewrite=False)
+
+
 SCENARIOS = tuple(_scenario(layout, query) for layout, queries in MATRIX.items()
                   for query in queries) + tuple(
-    _after_filter_scenario(query) for query in AFTER_FILTER_QUERIES)
+    _after_filter_scenario(query) for query in AFTER_FILTER_QUERIES) + tuple(
+    _no_join_scenario(query) for query in NO_JOIN_QUERIES)
