@@ -159,8 +159,8 @@ def _split_scenario(name: str, **fields) -> Scenario:
     """A run-time split scenario: planned for the cluster, against AQE tuned, also on this
     machine's own slots, its join stage's tasks read."""
     return Scenario(name=f"skew_join_runtime_split_{name}", family="skewJoin",
-                    tuned_conf=aqe_tuned, own_slots_run=True, join_stage=shuffle_join_stage,
-                    **{"scaled_conf": _cluster_conf, **fields})
+                    tuned_conf=aqe_tuned, join_stage=shuffle_join_stage,
+                    **{"scaled_conf": _cluster_conf, "own_slots_run": True, **fields})
 
 
 def _scenario(layout: str, query: str) -> Scenario:
@@ -257,7 +257,9 @@ NO_JOIN_TITLES = {
 def _no_join_scenario(query: str) -> Scenario:
     return _split_scenario(f"spread_{query}", title=f"{NO_JOIN_TITLES[query]}; "
                            f"{LAYOUT_TITLES['spread']}", dataset=DATASETS["spread"],
-                           sql=NO_JOIN_QUERIES[query], expect_rewrite=False)
+                           sql=NO_JOIN_QUERIES[query], expect_rewrite=False,
+                           # nothing to plan on any number of slots
+                           own_slots_run=False)
 
 
 SCENARIOS = tuple(_scenario(layout, query) for layout, queries in MATRIX.items()
