@@ -133,3 +133,26 @@ def test_a_window_never_partitions_or_orders_by_a_double():
                 windows += 1
                 assert not any(re.search(rf"\b{c}\b", clause) for c in doubles), q.sql
     assert windows > 0
+
+
+def test_rows_filtered_in_no_order_are_counted_by_key_type():
+    """A fired run-time value set's estimate of the rows it filters names its scan column; the
+    report counts it under the fuzzer's type of that column, once per query."""
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from hive_join_opts.fuzz.runner import Report, filtered_key_types
+
+    def decision(fired: bool, target: str):
+        return SimpleNamespace(fired=fired, numbers={
+            f"estimatedFilteredRows({target} (Parquet pushed filter))": "90.0%", "valueSetMs": 3})
+
+    decisions = [decision(True, "spark_catalog.default.fa.kdec"), decision(True, "fb.ks"),
+                 decision(True, "fc.kdec"), decision(False, "fd.k"), decision(True, "fe.k2")]
+    assert filtered_key_types(decisions) == ["decimal", "int", "string"]
+    assert filtered_key_types([decision(True, "fa.other")]) == ["other"]
+    report = Report(1, 2, 1.0, Counter(same=2), Counter(), Counter(), [], [], [],
+                    rows_filtered=2, rows_filtered_by_type=Counter(decimal=2, string=1))
+    assert ("filter the rows of a scan in no order before the shuffle: 2 (by key type: "
+            "decimal 2, string 1)") in report.summary()
+    assert '"rows_filtered_by_type": {' in report.to_json()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import sys
 import time
 from collections import Counter
@@ -21,7 +22,7 @@ from typing import Callable
 
 from .._compare import difference
 from .queries import NESTED, QueryGenerator
-from .tables import build_world
+from .tables import KEY_TYPES, VALUE_TYPES, build_world
 
 PREFIX = "spark.sql.hiveJoinOpts."
 
@@ -147,8 +148,9 @@ class Case:
     looked_up: bool = False
     # Whether its subquery predicate sits under OR, NOT or CASE (an existence join in Spark).
     nested: bool = False
-    # Whether a run-time value set filters the rows of a scan in no order before the shuffle.
-    rows_filtered: bool = False
+    # The key types whose run-time value sets filter the rows of a scan in no order before the
+    # shuffle (filtered_key_types).
+    rows_filtered: list[str] = field(default_factory=list)
     tables: str = ""
     rows: int = 0
 
@@ -187,8 +189,10 @@ class Report:
     looked_up: int = 0
     # Of those, the queries whose subquery sits under OR, NOT or CASE.
     nested_looked_up: int = 0
-    # Queries in which a run-time value set filters a scan's rows in no order before the shuffle.
+    # Queries in which a run-time value set filters a scan's rows in no order before the shuffle,
+    # and of those, the queries per key type filtered.
     rows_filtered: int = 0
+    rows_filtered_by_type: Counter = field(default_factory=Counter)
     # Queries in which a run-time value set fired without adaptive execution.
     without_adaptive: int = 0
 
@@ -213,8 +217,9 @@ class Report:
                          f"or anti join's right side, a subquery): {self.looked_up}, "
                          f"{self.nested_looked_up} of them a subquery under OR, NOT or CASE")
         if self.rows_filtered:
+            by_type = ", ".join(f"{t} {n}" for t, n in sorted(self.rows_filtered_by_type.items()))
             lines.append("queries whose run-time value sets filter the rows of a scan in no "
-                         f"order before the shuffle: {self.rows_filtered}")
+                         f"order before the shuffle: {self.rows_filtered} (by key type: {by_type})")
         if self.without_adaptive:
             lines.append("queries whose run-time value sets fired without adaptive execution: "
                          f"{self.without_adaptive}")
@@ -236,6 +241,7 @@ class Report:
             "together": {f"{a} + {b}": n for (a, b), n in self.together.items()},
             "listed": self.listed, "looked_up": self.looked_up,
             "nested_looked_up": self.nested_looked_up, "rows_filtered": self.rows_filtered,
+            "rows_filtered_by_type": dict(self.rows_filtered_by_type),
             "without_adaptive": self.without_adaptive,
         }, indent=2)
 
@@ -308,11 +314,24 @@ def run_case(spark, case: Case) -> Case:
         case.fired = sorted({d.rule for d in decisions if d.fired})
         case.listed = any(d.fired and "distinctKeysUpTo" in d.numbers for d in decisions)
         case.looked_up = any(_looked_up(d) for d in decisions)
-        case.rows_filtered = any(d.fired and any(k.startswith("estimatedFilteredRows(")
-                                                 for k in d.numbers) for d in decisions)
+        case.rows_filtered = filtered_key_types(decisions)
     diff = difference(off, on)
     case.status, case.detail = ("differ", diff) if diff else ("same", "")
     return case
+
+
+# A run-time value set's estimate of a scan's rows it filters: `estimatedFilteredRows(<table>.
+# <column> (<how the scan takes it>))`.
+_FILTERED_ROWS = re.compile(r"estimatedFilteredRows\((?:[^ (]*\.)?(\w+) \(")
+
+
+def filtered_key_types(decisions) -> list[str]:
+    """The types of the fuzzer's columns (a key's, or `k2`'s, the second key) whose run-time
+    value sets fired and filter the rows of a scan in no order, each once; a column of another
+    name as itself."""
+    types = {**VALUE_TYPES, **KEY_TYPES}
+    return sorted({types.get(m.group(1), m.group(1)) for d in decisions if d.fired
+                   for k in d.numbers for m in [_FILTERED_ROWS.match(k)] if m})
 
 
 def _looked_up(d) -> bool:
@@ -349,6 +368,7 @@ def fuzz(
     rules = expected_rules(spark)
     statuses, fired, shapes, together = Counter(), Counter(), Counter(), Counter()
     failures, invalid, empty, listed, looked_up, nested, filtered = [], [], 0, 0, 0, 0, 0
+    filtered_by_type = Counter()
     without_adaptive = 0
     indices = [only] if only is not None else list(range(queries))
     start = time.monotonic()
@@ -357,7 +377,7 @@ def fuzz(
     def report(ran: int) -> Report:
         return Report(seed, ran, time.monotonic() - start, statuses, fired, shapes, rules,
                       failures, invalid, empty, together, listed, looked_up, nested, filtered,
-                      without_adaptive)
+                      filtered_by_type, without_adaptive)
 
     try:
         for key, value in FIXED_SETTINGS.items():
@@ -379,7 +399,8 @@ def fuzz(
             listed += case.listed
             looked_up += case.looked_up
             nested += case.looked_up and case.nested
-            filtered += case.rows_filtered
+            filtered += bool(case.rows_filtered)
+            filtered_by_type.update(case.rows_filtered)
             without_adaptive += case.without_adaptive
             shapes[case.shape] += 1
             fired.update(case.fired)
