@@ -147,8 +147,10 @@ def test_rows_filtered_in_no_order_are_counted_by_key_type():
         return SimpleNamespace(fired=fired, numbers={
             f"estimatedFilteredRows({target} (Parquet pushed filter))": "90.0%", "valueSetMs": 3})
 
+    # A qualified table name (the only decimal here), a type twice (counted once), a decision
+    # that did not fire (its `k` not counted) and the second key `k2`.
     decisions = [decision(True, "spark_catalog.default.fa.kdec"), decision(True, "fb.ks"),
-                 decision(True, "fc.kdec"), decision(False, "fd.k"), decision(True, "fe.k2")]
+                 decision(True, "fc.ks"), decision(False, "fd.k"), decision(True, "fe.k2")]
     assert filtered_key_types(decisions) == ["decimal", "int", "string"]
     assert filtered_key_types([decision(True, "fa.other")]) == ["other"]
     report = Report(1, 2, 1.0, Counter(same=2), Counter(), Counter(), [], [], [],
