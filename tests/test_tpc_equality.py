@@ -119,7 +119,7 @@ def use_benchmark(spark):
         if registered["name"] != tables:
             if tables == "tpcds_by_date":
                 tpc.register(spark, "tpcds", tpc.partition_by_date(
-                    spark, tpc.generate("tpcds"), BY_DATE_FACTS))
+                    tpc.generate("tpcds"), BY_DATE_FACTS))
             else:
                 tpc.register(spark, tables, tpc.generate(tables))
             registered["name"] = tables
@@ -203,5 +203,23 @@ def test_the_date_partitioned_copy_names_a_table_it_cannot_partition(tmp_path):
     with the tables it takes."""
     with pytest.raises(ValueError, match="not TPC-DS fact tables with a date key: date_dim; "
                                          "known: store_sales"):
-        tpc.partition_by_date(None, tmp_path / "tpcds", ["store_sales", "date_dim"])
+        tpc.partition_by_date(tmp_path / "tpcds", ["store_sales", "date_dim"])
     assert not (tmp_path / "tpcds-by-date").exists()
+
+
+def test_the_date_partitioned_copy_holds_the_rows_of_its_source(spark, tmp_path):
+    """Spark reads the copy's folders back as the source's rows: every column's values, the key
+    from the folder names only (not also from the files, as a Spark writer's metadata would
+    have it), a NULL key from Hive's default partition."""
+    source = spark.sql("SELECT IF(id % 7 = 0, NULL, CAST(2450000 + id % 5 AS INT)) AS inv_date_sk, "
+                       "CAST(id AS INT) AS inv_item_sk, CAST(id % 3 AS INT) AS inv_warehouse_sk, "
+                       "IF(id % 11 = 0, NULL, CAST(id * 2 AS INT)) AS inv_quantity_on_hand "
+                       "FROM range(200)")
+    source.coalesce(1).write.parquet(str(tmp_path / "tpcds" / "inventory.parquet"))
+    copy = tpc.partition_by_date(tmp_path / "tpcds", ["inventory"]) / "inventory.parquet"
+    assert len(list(copy.iterdir())) == 6  # five days and the NULL key
+    read = spark.read.parquet(str(copy))
+    assert read.columns == source.columns[1:] + ["inv_date_sk"]
+    assert dict(read.dtypes) == dict(source.dtypes)
+    read = read.select(*source.columns)
+    assert sorted(read.collect(), key=repr) == sorted(source.collect(), key=repr)
