@@ -90,7 +90,8 @@ def _write_by_key(source: Path, key: str, target: Path) -> None:
 
     rows = pq.read_table(source).sort_by(key)
     keys = rows.column(key).to_pylist()
-    # Without the source's schema metadata: a Spark writer's names the key as a column of the files.
+    # The source's schema metadata is dropped: where Spark wrote the source, it lists the key as
+    # a column of the files too, and Spark would read the key twice.
     rest = rows.drop_columns([key]).replace_schema_metadata(None)
     start = 0
     for end in range(1, len(keys) + 1):
