@@ -158,3 +158,35 @@ def test_rows_filtered_in_no_order_are_counted_by_key_type():
     assert ("filter the rows of a scan in no order before the shuffle: 2 (by key type: "
             "decimal 2, string 1)") in report.summary()
     assert '"rows_filtered_by_type": {' in report.to_json()
+
+
+def test_a_job_left_running_is_cancelled_before_the_tables_go(spark):
+    """A fuzz run's job that outlives its query (adaptive execution ends a join whose one side is
+    empty without waiting for the other side's map stage) is cancelled at the end, after a wait,
+    instead of failing later on the deleted tables."""
+    import time
+
+    from pyspark import InheritableThread
+
+    from hive_join_opts.fuzz.runner import _JOB_TAG, _end_jobs_left_running
+
+    sc = spark.sparkContext
+    errors = []
+
+    def left_running():
+        sc.addJobTag(_JOB_TAG)
+        try:
+            spark.sql("SELECT reflect('java.lang.Thread', 'sleep', 100L) "
+                      "FROM range(0, 100, 1, 1)").collect()
+        except Exception as e:  # noqa: BLE001 - the cancellation, asserted below
+            errors.append(str(e))
+        finally:
+            sc.removeJobTag(_JOB_TAG)
+
+    thread = InheritableThread(target=left_running)
+    thread.start()
+    while not sc.statusTracker().getActiveJobsIds():
+        time.sleep(0.05)
+    _end_jobs_left_running(sc, wait_s=0.2)
+    thread.join()
+    assert errors and "cancel" in errors[0].lower(), errors

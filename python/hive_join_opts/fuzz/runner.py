@@ -342,6 +342,21 @@ def _looked_up(d) -> bool:
         and d.candidate.startswith(("LEFT SEMI", "LEFT ANTI")))
 
 
+# The tag of the jobs a fuzz run starts.
+_JOB_TAG = "hive-join-opts-fuzz"
+
+
+def _end_jobs_left_running(sc, wait_s: float = 30.0) -> None:
+    """Lets the jobs a query left running end, or cancels them after `wait_s`: adaptive execution
+    ends a join whose one side is empty without waiting for the other side's map stage, whose job
+    would otherwise fail later, reading tables the caller deletes. A cancelled job's tasks end
+    on their own time, so the wait comes first."""
+    deadline = time.monotonic() + wait_s
+    while sc.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    sc.cancelJobsWithTag(_JOB_TAG)
+
+
 def fuzz(
     spark,
     queries: int,
@@ -379,6 +394,8 @@ def fuzz(
                       failures, invalid, empty, together, listed, looked_up, nested, filtered,
                       filtered_by_type, without_adaptive)
 
+    sc = spark.sparkContext
+    sc.addJobTag(_JOB_TAG)
     try:
         for key, value in FIXED_SETTINGS.items():
             spark.conf.set(key, value)
@@ -419,6 +436,8 @@ def fuzz(
                 if checkpoint is not None:
                     checkpoint(report(n + 1))
     finally:
+        sc.removeJobTag(_JOB_TAG)
+        _end_jobs_left_running(sc)
         for key, value in saved.items():
             if value is None:
                 spark.conf.unset(key)
