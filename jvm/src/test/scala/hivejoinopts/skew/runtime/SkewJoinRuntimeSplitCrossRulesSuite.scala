@@ -168,6 +168,23 @@ class SkewJoinRuntimeSplitCrossRulesSuite extends SkewJoinTestBase {
     }
   }
 
+  test("a heavy side that is not deterministic: no mode that relies on every row of the key " +
+      "matching, and the decision says why") {
+    // rand(7) * 2 < 3 keeps every row (Spark folds rand(7) < 2 to true), so the answer is fixed,
+    // yet the side's plan is not deterministic: a retried task may join other rows than counted.
+    withCrossConf() {
+      for (joinType <- Seq("LEFT SEMI", "LEFT")) {
+        val q = s"SELECT l.k, count(*) AS n FROM cl l $joinType JOIN (SELECT * FROM cr " +
+          "WHERE rand(7) * 2 < 3) r ON l.k = r.k GROUP BY l.k"
+        checkSameAnswer(sql(q))
+        val split = ranDecisions(sql(q), "SkewJoinRuntimeSplit")
+        assert(split.nonEmpty && split.forall(!_.fired), split.mkString("\n"))
+        assert(split.exists(_.reason.contains("its inputs are not deterministic")),
+          split.mkString("\n"))
+      }
+    }
+  }
+
   test("a GROUP BY on the key between the split join and a further join on it: not split, " +
       "since a branch's aggregate shuffles its rows out of line with the further join's input") {
     withCrossConf() {
