@@ -15,7 +15,8 @@ import hivejoinopts.scan.{FileFooters, RowGroupOverlap}
 /**
  * What the run-time value sets of [[RuntimeValueSetPushdown]] did once a query ran: for each
  * file scan that took one, the values it got, how long computing them took, and what the scan
- * read: rows and files from Spark's metrics, and the row groups (ORC: stripes) whose statistics
+ * read: rows and files from Spark's metrics, the files its listing dropped by the range
+ * ([[ValueSetFileIndex]]), and the row groups (ORC: stripes) whose statistics
  * let the range through, from the footers (Spark counts no row groups).
  * `HiveJoinOpts.explain(df, execute = true)` adds these to the query's decisions.
  */
@@ -68,7 +69,13 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
     (columns, lo, hi) match {
       case (Seq(a), Some(l), Some(h)) if l != null && h != null &&
           FileFooters.readable(scan.relation.fileFormat) =>
-        RowGroupOverlap.rowGroupsMayHold(scan.relation.sparkSession, scan.relation, a.name,
+        // The row groups of every file the table lists, those the range dropped too.
+        val relation = scan.relation.location match {
+          case v: ValueSetFileIndex => scan.relation.copy(location = v.underlying)(
+            scan.relation.sparkSession)
+          case _ => scan.relation
+        }
+        RowGroupOverlap.rowGroupsMayHold(scan.relation.sparkSession, relation, a.name,
           a.dataType, keys.filter(_.nonEmpty).map(Kept.OneOf).getOrElse(Kept.Between(l, h)),
           HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SKIP_FILES_MAX_FILES(conf),
           System.nanoTime() + HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT(conf) * 1000000L)
@@ -109,6 +116,7 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
         "without the range")) ++
       metric("numOutputRows").map("rowsRead" -> _.toString) ++
       metric("numFiles").map("filesRead" -> _.toString) ++
+      filesSkipped(scan).map("filesSkippedByRange" -> _) ++
       metric("numPartitions").map("partitionsRead" -> _.toString) ++
       rowGroups.map { case (read, all) => readUnit(scan) -> s"$read of $all" } ++
       Seq("pushedFilters" -> scan.metadata.getOrElse("PushedFilters", ""))
@@ -118,6 +126,11 @@ private[hivejoinopts] object RuntimeValueSetReport extends AdaptiveSparkPlanHelp
       else s"the scan of $table got the other side's key range $valueSet as the query ran"
     Decision(Rule, s"run-time value set of scan $table", Outcome.Fired, reason, numbers)
   }
+
+  /** The files the scan's listing dropped by the range's footers, of all it listed. */
+  private def filesSkipped(scan: FileSourceScanExec): Option[String] =
+    Some(scan.relation.location).collect { case v: ValueSetFileIndex => v.skipped }.flatten
+      .map { case (skipped, all) => s"$skipped of $all" }
 
   /** What the footers count: Parquet row groups or ORC stripes. */
   private def readUnit(scan: FileSourceScanExec): String =

@@ -3,14 +3,17 @@ package hivejoinopts.mapjoinpruning
 import scala.collection.mutable
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{ExprId, Expression, Literal, NamedExpression, PredicateHelper}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression, GreaterThanOrEqual, LessThanOrEqual, Literal, NamedExpression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.physical.SinglePartition
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
 import org.apache.spark.sql.execution.{BaseSubqueryExec, ColumnarRule, FileSourceScanExec, FilterExec, ExecSubqueryExpression, ReusedSubqueryExec, ScalarSubquery, SparkPlan, SubqueryExec}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.execution.exchange.{Exchange, ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.hivejoinopts.Flag
+import org.apache.spark.sql.types.{ByteType, IntegerType, LongType, ShortType}
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.compat.SparkShims
@@ -62,14 +65,35 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
   override def flag: Flag[Boolean] = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_ENABLED
 
   override protected def rewrite(plan: SparkPlan): SparkPlan =
-    waitedFor(plan.transformUpWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
+    withFileSkipping(waitedFor(plan.transformUpWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
       // Spark 3.5 keeps a filter holding a subquery out of its scan: the scan is given the
       // value sets, as Spark 4 gives them, so that it pushes their values into its reader.
       case f @ FilterExec(condition, scan: FileSourceScanExec) =>
         val valueSets = RuntimeValueSetWait.valueSetConjuncts(condition)
         if (valueSets.isEmpty) f
         else f.withNewChildren(Seq(SparkShims.withSubqueryDataFilters(scan, valueSets)))
-    })
+    }))
+
+  /**
+   * Each Parquet scan whose filters hold an integer key's range from two waited bounds lists
+   * only the files whose footers may hold a key of it, once the bounds are known
+   * ([[ValueSetFileIndex]]), within `bigSide.skipFiles.maxFiles`.
+   */
+  private def withFileSkipping(plan: SparkPlan): SparkPlan = {
+    val maxFiles = HiveJoinOptsConf.MAP_JOIN_PRUNING_BIG_SIDE_SKIP_FILES_MAX_FILES(conf)
+    val timeoutMs = HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT(conf)
+    if (maxFiles <= 0) plan
+    else plan.transformUpWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
+      case scan: FileSourceScanExec if !scan.relation.location.isInstanceOf[ValueSetFileIndex] &&
+          scan.relation.fileFormat.isInstanceOf[ParquetFileFormat] && !scan.bucketedScan =>
+        RuntimeValueSetWait.integerRange(scan).map { case (column, lower, upper) =>
+          val r = scan.relation
+          val index = new ValueSetFileIndex(r.sparkSession, r.location, column.name,
+            column.dataType, lower, upper, r.fileFormat, r.options, maxFiles, timeoutMs)
+          RuntimeValueSetWait.withLocation(scan, index)
+        }.getOrElse(scan)
+    }
+  }
 
   /** `plan` with each value set's subqueries waited for at most maxWait. */
   private def waitedFor(plan: SparkPlan): SparkPlan = {
@@ -77,6 +101,8 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
     lazy val otherParts = RuntimeValueSetWait.parts(plan, outsideBounds = true).toSet
     // The distinct keys' subqueries, each waited for once by every value read from it.
     val waitedKeys = mutable.Map.empty[ExprId, (BaseSubqueryExec, CollectedOnce)]
+    // Each bound's value, shared by the copies of its subquery (a scan's and its filter's).
+    val bounds = mutable.Map.empty[ExprId, ValueSetBound]
 
     /** `s`'s plan collected within the deadline, else `fallback`; and what happens to its jobs. */
     def waited(s: ScalarSubquery, what: String, fallback: Any, deadline: WaitDeadline)
@@ -97,7 +123,8 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
       fired(s"$what ${s.plan.output.head.name} (scalar-subquery#${s.exprId.id})",
         s"waited for at most $maxWaitMs ms (runtime.maxWait), then the scan reads as without " +
           s"it and $cancels")
-      ValueSetWaitExec(collected, maxWaitMs, fallback)(deadline)
+      ValueSetWaitExec(collected, maxWaitMs, fallback)(deadline,
+        bounds.getOrElseUpdate(s.exprId, new ValueSetBound))
     }
 
     // Only where a subquery is: this runs on every plan Spark prepares.
@@ -160,6 +187,48 @@ object RuntimeValueSetWait extends PredicateHelper {
       }
     }
     sub.withNewChildren(Seq(ValueSetJobsExec(child, cancelOnTimeOut))).asInstanceOf[SubqueryExec]
+  }
+
+  /**
+   * Of a scan's data filters, an integer data column's range between two waited bounds,
+   * `c >= lower AND c <= upper`: the column and where each bound's value will be.
+   */
+  private def integerRange(scan: FileSourceScanExec)
+      : Option[(Attribute, ValueSetBound, ValueSetBound)] = {
+    def bound(s: ScalarSubquery, lower: Boolean): Option[ValueSetBound] = (s.plan match {
+      case r: ReusedSubqueryExec => r.child
+      case other => other
+    }) match {
+      case w: ValueSetWaitExec if RuntimeValueSetPushdown.isLowerBound(w.output).contains(lower) =>
+        Some(w.bound)
+      case _ => None
+    }
+    val resolver = scan.relation.sparkSession.sessionState.conf.resolver
+    def dataColumn(a: Attribute) =
+      Seq(ByteType, ShortType, IntegerType, LongType).contains(a.dataType) &&
+      !scan.relation.partitionSchema.fieldNames.exists(resolver(_, a.name))
+    val conjuncts = scan.dataFilters.flatMap(splitConjunctivePredicates)
+    val lowers = conjuncts.flatMap {
+      case GreaterThanOrEqual(a: Attribute, s: ScalarSubquery) if dataColumn(a) =>
+        bound(s, lower = true).map(a -> _)
+      case _ => None
+    }
+    val uppers = conjuncts.flatMap {
+      case LessThanOrEqual(a: Attribute, s: ScalarSubquery) => bound(s, lower = false).map(a -> _)
+      case _ => None
+    }
+    lowers.iterator.flatMap { case (a, lo) =>
+      uppers.find(_._1.exprId == a.exprId).map { case (_, hi) => (a, lo, hi) }
+    }.toSeq.headOption
+  }
+
+  /** `scan` listing its files through `index`, of the scan's own class (Spark 3.5's subclass). */
+  private def withLocation(scan: FileSourceScanExec, index: ValueSetFileIndex): SparkPlan = {
+    val relation = scan.relation.copy(location = index)(scan.relation.sparkSession)
+    scan.makeCopy(scan.productIterator.map {
+      case r: HadoopFsRelation if r eq scan.relation => relation
+      case other => other.asInstanceOf[AnyRef]
+    }.toArray)
   }
 
   /** Whether `plan` already waits at most maxWait (itself, or the subquery a reuse points to). */

@@ -21,14 +21,18 @@ import hivejoinopts.compat.SparkShims
  * passes every row: the scan reads what it would have read without a value set, and the join
  * above still compares every key. The first caller decides; every later one gets the same rows.
  *
+ * The value collected in time is also kept in `bound`, which the scan's file listing reads
+ * ([[ValueSetFileIndex]]), shared by the copies of the bound's subquery.
+ *
  * On a time-out the subquery's jobs are cancelled where they run under a tag of their own
  * ([[ValueSetJobsExec]]) that may be cancelled then; a job of it that the cancellation ends is
  * then given up on as well.
  */
 case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: Any)(
-    val deadline: WaitDeadline) extends BaseSubqueryExec with UnaryExecNode with Logging {
+    val deadline: WaitDeadline, val bound: ValueSetBound = new ValueSetBound)
+  extends BaseSubqueryExec with UnaryExecNode with Logging {
 
-  override protected def otherCopyArgs: Seq[AnyRef] = Seq(deadline)
+  override protected def otherCopyArgs: Seq[AnyRef] = Seq(deadline, bound)
 
   override def name: String = child.name
 
@@ -48,6 +52,7 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
     try {
       val result = collect.get(deadline.remainingMs(), TimeUnit.MILLISECONDS)
       waited = Some((ms, false))
+      result.headOption.foreach(row => bound.set(row.get(0, child.output.head.dataType)))
       result
     } catch {
       case _: TimeoutException =>
@@ -89,10 +94,10 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
     throw new UnsupportedOperationException("ValueSetWaitExec is only collected")
 
   protected override def doCanonicalize(): SparkPlan =
-    copy(child = child.canonicalized.asInstanceOf[BaseSubqueryExec])(deadline)
+    copy(child = child.canonicalized.asInstanceOf[BaseSubqueryExec])(deadline, bound)
 
   override protected def withNewChildInternal(newChild: SparkPlan): ValueSetWaitExec =
-    copy(child = newChild.asInstanceOf[BaseSubqueryExec])(deadline)
+    copy(child = newChild.asInstanceOf[BaseSubqueryExec])(deadline, bound)
 
   override def stringArgs: Iterator[Any] = Iterator(s"maxWait=${maxWaitMs}ms")
 }

@@ -7,7 +7,7 @@ import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.execution.datasources.{FileIndex, PartitionDirectory, PartitioningAwareFileIndex}
+import org.apache.spark.sql.execution.datasources.{FileFormat, FileIndex, PartitionDirectory, PartitioningAwareFileIndex}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.internal.SQLConf
@@ -113,11 +113,8 @@ private[hivejoinopts] object ParquetFileSkipping {
           if (files.size > maxFiles) {
             Left(s"${files.size} files, over ${shortName(maxFilesFlag)} ($maxFiles)")
           } else {
-            val chunks = FileFooters.column(fs.fileFormat, files, column.name, session, fs.options,
-              deadlineNanos)
-            val empty = files.zip(chunks).collect {
-              case (f, Some(c)) if holdsNone(c, column.dataType, kept) => f
-            }
+            val empty = holdingNone(session, fs.fileFormat, fs.options, files, column.name,
+              column.dataType, kept, deadlineNanos)
             if (empty.isEmpty) {
               Left(s"each of the ${files.size} files has a row group that may hold a kept row")
             } else {
@@ -136,6 +133,23 @@ private[hivejoinopts] object ParquetFileSkipping {
   }
 
   private def shortName(flag: Flag[_]): String = flag.key.stripPrefix(HiveJoinOptsConf.PREFIX)
+
+  /**
+   * Of `files`, those whose footers (read by the deadline) show that no row group of `column`
+   * can hold a row `kept` keeps.
+   */
+  def holdingNone(
+      session: SparkSession,
+      format: FileFormat,
+      options: Map[String, String],
+      files: Seq[FileStatus],
+      column: String,
+      columnType: DataType,
+      kept: Kept,
+      deadlineNanos: Long): Seq[FileStatus] =
+    files.zip(FileFooters.column(format, files, column, session, options, deadlineNanos)).collect {
+      case (f, Some(c)) if holdsNone(c, columnType, kept) => f
+    }
 
   /** True when no row group of the column can hold a row `kept` keeps. */
   private def holdsNone(c: ColumnChunks, columnType: DataType, kept: Kept): Boolean =

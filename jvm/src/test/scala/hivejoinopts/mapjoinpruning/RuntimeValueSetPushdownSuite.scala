@@ -239,6 +239,13 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
           // The row groups whose statistics let the month through, of all the items' row groups.
           val Array(read, all) = numbers("rowGroupsRead").split(" of ").map(_.toInt)
           assert(read >= 1 && read * 5 < all, d)
+          // The items' 4 files each hold a quarter of the ids: the month's lie in one, and the
+          // listing drops the other 3, whose footers show no id of the range.
+          assert(numbers("filesSkippedByRange") == "3 of 4", d)
+          assert(numbers("filesRead") == "1", d)
+          sameAnswerOffAndOn(sql(monthQuery))
+          assert(sql(monthQuery).queryExecution.executedPlan.toString
+            .contains("ValueSetFileIndex"))
           // Planned only: nothing ran, nothing to report.
           assert(!HiveJoinOpts.explain(sql(monthQuery)).decisions
             .exists(_.candidate.startsWith("run-time value set")))

@@ -189,14 +189,21 @@ class ValueSetWaitExecSuite extends HiveJoinOptsQueryTest {
       // The first answer stays, whatever the subquery does later.
       gate.countDown()
       assert(value(lower) == Long.MinValue)
+      // A fallback is no value: the scan's file listing keeps every file.
+      assert(lower.bound.value.isEmpty && upper.bound.value.isEmpty)
     } finally gate.countDown()
   }
 
   test("a bound ready in time is the subquery's value; a failure is the subquery's own") {
     val open = new CountDownLatch(0)
     val ready = ValueSetWaitExec(gated(open), 60000, Long.MinValue)(new WaitDeadline(60000))
+    assert(ready.bound.value.isEmpty)
     assert(value(ready) == 42L)
     assert(ready.waited.exists(!_._2), ready.waited)
+    // Kept for the scan's file listing, shared by the wait's copies.
+    assert(ready.bound.value.contains(42L))
+    assert(ready.withNewChildren(ready.children).asInstanceOf[ValueSetWaitExec].bound eq
+      ready.bound)
     val broken = ValueSetWaitExec(gated(open, Some(new IllegalStateException("no bound"))), 60000,
       Long.MinValue)(new WaitDeadline(60000))
     val e = intercept[IllegalStateException](broken.executeCollect())
