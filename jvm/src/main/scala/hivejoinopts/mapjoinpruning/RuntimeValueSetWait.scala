@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
 import org.apache.spark.sql.execution.{BaseSubqueryExec, ColumnarRule, FileSourceScanExec, FilterExec, ExecSubqueryExpression, ReusedSubqueryExec, ScalarSubquery, SparkPlan, SubqueryExec}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
-import org.apache.spark.sql.execution.datasources.HadoopFsRelation
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, PartitioningAwareFileIndex}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.execution.exchange.{Exchange, ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.hivejoinopts.Flag
@@ -19,6 +19,7 @@ import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
 import hivejoinopts.rules.HiveJoinOptsPhysicalRule
+import hivejoinopts.scan.FooterPrunedFileIndex
 
 /**
  * Bounds how long a scan waits for the run-time value set [[RuntimeValueSetPushdown]] gave it:
@@ -84,7 +85,7 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
     val timeoutMs = HiveJoinOptsConf.MAP_JOIN_PRUNING_EVALUATION_TIMEOUT(conf)
     if (maxFiles <= 0) plan
     else plan.transformUpWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
-      case scan: FileSourceScanExec if !scan.relation.location.isInstanceOf[ValueSetFileIndex] &&
+      case scan: FileSourceScanExec if RuntimeValueSetWait.listsItsFiles(scan) &&
           scan.relation.fileFormat.isInstanceOf[ParquetFileFormat] && !scan.bucketedScan =>
         RuntimeValueSetWait.integerRange(scan).map { case (column, lower, upper) =>
           val r = scan.relation
@@ -220,6 +221,15 @@ object RuntimeValueSetWait extends PredicateHelper {
     lowers.iterator.flatMap { case (a, lo) =>
       uppers.find(_._1.exprId == a.exprId).map { case (_, hi) => (a, lo, hi) }
     }.toSeq.headOption
+  }
+
+  /**
+   * Whether the scan's files are Spark's own listing (or that listing less the files the
+   * planning-time path dropped): a table format's index may be matched by its own rules.
+   */
+  private def listsItsFiles(scan: FileSourceScanExec): Boolean = scan.relation.location match {
+    case _: PartitioningAwareFileIndex | _: FooterPrunedFileIndex => true
+    case _ => false
   }
 
   /** `scan` listing its files through `index`, of the scan's own class (Spark 3.5's subclass). */
