@@ -71,6 +71,14 @@ class SkewJoinRuntimeSplitCrossRulesSuite extends SkewJoinTestBase {
     split
   }
 
+  /** The answer equals Spark's, and the run-time split declined every join, saying `reason`. */
+  private def assertSplitDeclined(q: String, reason: String): Unit = {
+    checkSameAnswer(sql(q))
+    val split = ranDecisions(sql(q), "SkewJoinRuntimeSplit")
+    assert(split.nonEmpty && split.forall(!_.fired), split.mkString("\n"))
+    assert(split.exists(_.reason.contains(reason)), split.mkString("\n"))
+  }
+
   /** The run-time split's decision on the coarsened join declined key 7 for matching nothing. */
   private def assertKeySevenNotSplit(split: Seq[Decision]): Unit = {
     val onKey = split.filter(_.numbers.toMap.get("splitKeys").exists(_.contains("1 of 2")))
@@ -147,10 +155,7 @@ class SkewJoinRuntimeSplitCrossRulesSuite extends SkewJoinTestBase {
   test("a heavy key one map task wrote is left alone, and the decision says why") {
     withCrossConf(SQLConf.FILES_MAX_PARTITION_BYTES.key -> "128m") {
       val q = "SELECT o.k, o.v, c.id FROM one_file o JOIN cl c ON o.k = c.k"
-      checkSameAnswer(sql(q))
-      val split = ranDecisions(sql(q), "SkewJoinRuntimeSplit")
-      assert(split.nonEmpty && split.forall(!_.fired), split.mkString("\n"))
-      assert(split.exists(_.reason.contains("one map task wrote it")), split.mkString("\n"))
+      assertSplitDeclined(q, "one map task wrote it")
     }
   }
 
@@ -176,11 +181,7 @@ class SkewJoinRuntimeSplitCrossRulesSuite extends SkewJoinTestBase {
       for (joinType <- Seq("LEFT SEMI", "LEFT")) {
         val q = s"SELECT l.k, count(*) AS n FROM cl l $joinType JOIN (SELECT * FROM cr " +
           "WHERE rand(7) * 2 < 3) r ON l.k = r.k GROUP BY l.k"
-        checkSameAnswer(sql(q))
-        val split = ranDecisions(sql(q), "SkewJoinRuntimeSplit")
-        assert(split.nonEmpty && split.forall(!_.fired), split.mkString("\n"))
-        assert(split.exists(_.reason.contains("its inputs are not deterministic")),
-          split.mkString("\n"))
+        assertSplitDeclined(q, "its inputs are not deterministic")
       }
     }
   }
@@ -190,10 +191,7 @@ class SkewJoinRuntimeSplitCrossRulesSuite extends SkewJoinTestBase {
     withCrossConf() {
       val q = "SELECT t.k, t.n, d.id FROM (SELECT l.k, count(*) AS n FROM cr l LEFT SEMI JOIN " +
         "cl r ON l.k = r.k GROUP BY l.k) t JOIN cl d ON t.k = d.k"
-      checkSameAnswer(sql(q))
-      val split = ranDecisions(sql(q), "SkewJoinRuntimeSplit")
-      assert(split.nonEmpty && split.forall(!_.fired), split.mkString("\n"))
-      assert(split.exists(_.reason.contains("shuffles them again for")), split.mkString("\n"))
+      assertSplitDeclined(q, "shuffles them again for")
     }
   }
 }
