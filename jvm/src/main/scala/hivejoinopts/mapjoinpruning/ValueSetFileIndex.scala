@@ -35,9 +35,9 @@ final class ValueSetBound extends Serializable {
  * waited for its subqueries), or where its wait gave up, every file is listed.
  * {{{
  *   FileScan parquet lineitem                  FileScan parquet lineitem
- *     Location: InMemoryFileIndex        =>      Location: ValueSetFileIndex [l_orderkey]
- *     DataFilters: [l_orderkey >= vs_min,         (the same filters; 8 files listed, 1 read)
- *                   l_orderkey <= vs_max]
+ *     Location: InMemoryFileIndex(1 paths)  =>   Location: ValueSetFileIndex(1 paths)
+ *     DataFilters: [l_orderkey >= vs_min,         (the same filters; of 8 files, the 1 whose
+ *                   l_orderkey <= vs_max]          footers may hold a key of the range is read)
  * }}}
  * Footers are read on the driver as the planning-time path reads them (kept across queries),
  * only for scans of at most `maxFiles` files and within `timeoutMs`; a file whose footer is not
