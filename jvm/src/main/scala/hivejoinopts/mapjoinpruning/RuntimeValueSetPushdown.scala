@@ -47,8 +47,9 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * (`FileSourceScanExec`: a scalar subquery is pushed as a literal at run time; its `PushedFilters`
  * show `ScalarSubquery#n`). A partition column's range prunes partitions as the scan starts, as
  * dynamic partition pruning does; an integer data column's range drops, as the Parquet scan lists
- * its files, those whose footers hold no key of it ([[ValueSetFileIndex]]), so no task opens them. The aggregate reads only the side's key and filter columns,
- * once: Spark's exchange reuse shares what it can with the join's own plan of that side.
+ * its files, those whose footers hold no key of it ([[ValueSetFileIndex]]), so no task opens
+ * them. The aggregate reads only the side's key and filter columns, once: Spark's exchange reuse
+ * shares what it can with the join's own plan of that side.
  *
  * '''The list of keys.''' The same aggregate collects the side's distinct keys, up to
  * `runtime.maxInValues` ([[ValueSetDistinctKeys]]), and the filter adds them

@@ -2,14 +2,12 @@ package hivejoinopts.mapjoinpruning
 
 import scala.util.control.NonFatal
 
-import org.apache.hadoop.fs.Path
-
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.execution.datasources.{FileFormat, FileIndex, PartitionDirectory}
-import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.sql.types.DataType
 
-import hivejoinopts.scan.ParquetFileSkipping
+import hivejoinopts.scan.{NarrowedFileIndex, ParquetFileSkipping}
 import hivejoinopts.scan.ParquetFileSkipping.Kept
 
 /**
@@ -46,7 +44,7 @@ final class ValueSetBound extends Serializable {
  * It compares equal to another index of the same files and column: two scans that Spark's reuse
  * finds the same hold the same bounds in their filters, which the canonical plans compare.
  */
-final class ValueSetFileIndex(
+private[hivejoinopts] final class ValueSetFileIndex(
     session: SparkSession,
     val underlying: FileIndex,
     val column: String,
@@ -56,12 +54,10 @@ final class ValueSetFileIndex(
     format: FileFormat,
     options: Map[String, String],
     maxFiles: Int,
-    timeoutMs: Long) extends FileIndex {
+    timeoutMs: Long) extends NarrowedFileIndex {
 
   /** How many files the last listing dropped, of how many, once it was pruned. */
   @volatile private[mapjoinpruning] var skipped: Option[(Int, Int)] = None
-
-  override def rootPaths: Seq[Path] = underlying.rootPaths
 
   override def listFiles(
       partitionFilters: Seq[Expression],
@@ -76,8 +72,7 @@ final class ValueSetFileIndex(
             files, column, columnType, Kept.Between(lo, hi),
             System.nanoTime() + timeoutMs * 1000000L).map(_.getPath).toSet
           skipped = Some((empty.size, files.size))
-          listed.map(d => d.copy(files = d.files.filterNot(f => empty.contains(f.getPath))))
-            .filter(_.files.nonEmpty)
+          without(listed, f => empty.contains(f.getPath))
         } catch {
           // Footers that cannot be read leave the listing whole: the scan only skips less.
           case NonFatal(_) => listed
@@ -88,13 +83,7 @@ final class ValueSetFileIndex(
 
   override def inputFiles: Array[String] = underlying.inputFiles
 
-  override def refresh(): Unit = underlying.refresh()
-
   override def sizeInBytes: Long = underlying.sizeInBytes
-
-  override def partitionSchema: StructType = underlying.partitionSchema
-
-  override def metadataOpsTimeNs: Option[Long] = underlying.metadataOpsTimeNs
 
   override def equals(other: Any): Boolean = other match {
     case o: ValueSetFileIndex => o.underlying == underlying && o.column == column

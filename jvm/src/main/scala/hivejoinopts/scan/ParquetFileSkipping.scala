@@ -1,6 +1,6 @@
 package hivejoinopts.scan
 
-import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.hadoop.fs.FileStatus
 import org.apache.parquet.schema.LogicalTypeAnnotation.{IntLogicalTypeAnnotation, StringLogicalTypeAnnotation}
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 
@@ -26,29 +26,18 @@ import hivejoinopts.plan.FileRelation
 private[hivejoinopts] final case class FooterPrunedFileIndex(
     underlying: FileIndex,
     skipped: Set[(String, Long, Long)],
-    skippedBytes: Long) extends FileIndex {
-
-  private def kept(f: FileStatus): Boolean = !skipped.contains(FileFooters.fileVersion(f))
-
-  override def rootPaths: Seq[Path] = underlying.rootPaths
+    skippedBytes: Long) extends NarrowedFileIndex {
 
   override def listFiles(
       partitionFilters: Seq[Expression],
       dataFilters: Seq[Expression]): Seq[PartitionDirectory] =
-    underlying.listFiles(partitionFilters, dataFilters)
-      .map(d => d.copy(files = d.files.filter(f => kept(f.fileStatus))))
-      .filter(_.files.nonEmpty)
+    without(underlying.listFiles(partitionFilters, dataFilters),
+      f => skipped.contains(FileFooters.fileVersion(f)))
 
   override def inputFiles: Array[String] =
     listFiles(Nil, Nil).flatMap(_.files.map(_.getPath.toString)).distinct.toArray
 
-  override def refresh(): Unit = underlying.refresh()
-
   override def sizeInBytes: Long = math.max(0L, underlying.sizeInBytes - skippedBytes)
-
-  override def partitionSchema: StructType = underlying.partitionSchema
-
-  override def metadataOpsTimeNs: Option[Long] = underlying.metadataOpsTimeNs
 }
 
 /**
