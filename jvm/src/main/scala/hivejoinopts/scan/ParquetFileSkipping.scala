@@ -1,7 +1,7 @@
 package hivejoinopts.scan
 
 import org.apache.hadoop.fs.FileStatus
-import org.apache.parquet.schema.LogicalTypeAnnotation.{IntLogicalTypeAnnotation, StringLogicalTypeAnnotation}
+import org.apache.parquet.schema.LogicalTypeAnnotation.{DateLogicalTypeAnnotation, IntLogicalTypeAnnotation, StringLogicalTypeAnnotation}
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 
 import org.apache.spark.sql.SparkSession
@@ -51,8 +51,9 @@ private[hivejoinopts] final case class FooterPrunedFileIndex(
  * The footers are read on the driver ([[FileFooters]]: side by side, kept across queries,
  * within the query's time budget), only for scans of at most `maxFiles` files. A file whose
  * footer cannot be read in time, or whose column has no statistics in some row group, is kept.
- * Integer columns (statistics as signed integers) and UTF-8 binary strings (compared as bytes,
- * as both Parquet and Spark compare them) are handled; other types keep all their files.
+ * Integer columns (statistics as signed integers), decimals (by value) and UTF-8 binary strings
+ * (compared as bytes, as both Parquet and Spark compare them) are handled, and dates where the
+ * rows kept are judged by order alone ([[dateOrder]]); other types keep all their files.
  */
 private[hivejoinopts] object ParquetFileSkipping {
 
@@ -70,6 +71,19 @@ private[hivejoinopts] object ParquetFileSkipping {
     final case class NoneOf(values: Seq[Any], withNulls: Boolean) extends Kept
     /** NULL. */
     case object Null extends Kept
+    /** Values of at least `v`. */
+    final case class AtLeast(v: Any) extends Kept
+    /** Values of at most `v`. */
+    final case class AtMost(v: Any) extends Kept
+    /** The rows any of `kept` keeps. */
+    final case class AnyOf(kept: Seq[Kept]) extends Kept
+
+    /** Whether rows are told apart by equality with a value, not only by order. */
+    private[scan] def byEquality(kept: Kept): Boolean = kept match {
+      case _: NoneOf => true
+      case AnyOf(ks) => ks.exists(byEquality)
+      case _ => false
+    }
   }
 
   /**
@@ -141,21 +155,27 @@ private[hivejoinopts] object ParquetFileSkipping {
     }
 
   /** True when no row group of the column can hold a row `kept` keeps. */
-  private def holdsNone(c: ColumnChunks, columnType: DataType, kept: Kept): Boolean =
-    c.rowGroups.forall(rg => !mayHold(rg, order(c, columnType), kept))
+  private def holdsNone(c: ColumnChunks, columnType: DataType, kept: Kept): Boolean = {
+    val cmp = order(c, columnType).orElse(
+      if (Kept.byEquality(kept)) None else dateOrder(c, columnType))
+    c.rowGroups.forall(rg => !mayHold(rg, cmp, kept))
+  }
 
   /**
    * False when the row group cannot hold a row `kept` keeps. NULLs are judged by its NULL count,
-   * values by its [min, max] where `cmp` (the column's [[order]]) compares them exactly.
+   * values by its [min, max] where `cmp` (the column's [[order]]) tells them apart.
    */
   private[scan] def mayHold(rg: RowGroupStats, cmp: Option[(Any, Any) => Int], kept: Kept)
       : Boolean = {
     def within(v: Any, min: Any, max: Any) = cmp.exists(o => o(min, v) <= 0 && o(max, v) >= 0)
     def outside(test: (Any, Any) => Boolean) =
       cmp.isDefined && rg.range.exists { case (min, max) => test(min, max) }
-    rg.rows > 0 && !(kept match {
+    def ruledOut(kept: Kept): Boolean = kept match {
       case Kept.Between(lo, hi) =>
         outside((min, max) => cmp.get(max, lo) < 0 || cmp.get(min, hi) > 0)
+      case Kept.AtLeast(v) => outside((_, max) => cmp.get(max, v) < 0)
+      case Kept.AtMost(v) => outside((min, _) => cmp.get(min, v) > 0)
+      case Kept.AnyOf(ks) => ks.forall(ruledOut)
       case Kept.OneOf(values) =>
         outside((min, max) => !values.exists(within(_, min, max)))
       case Kept.NoneOf(values, withNulls) =>
@@ -165,7 +185,8 @@ private[hivejoinopts] object ParquetFileSkipping {
           outside((min, max) => min == max && values.exists(within(_, min, max)))
         onlyListed && (!withNulls || rg.nulls.contains(0L))
       case Kept.Null => rg.nulls.contains(0L)
-    })
+    }
+    rg.rows > 0 && !ruledOut(kept)
   }
 
   /** Compares a footer statistic and a value that are both whole numbers (or day numbers). */
@@ -175,7 +196,9 @@ private[hivejoinopts] object ParquetFileSkipping {
 
   /**
    * How a footer statistic compares with a value of the column's type, where the file's type
-   * and annotation make the comparison exact: signed integers of either width, and strings.
+   * and annotation make the comparison exact: signed integers of either width, decimals (the
+   * statistic is the unscaled number, as an integer or in bytes, at the file's own scale), and
+   * strings.
    */
   private[scan] def order(c: ColumnChunks, columnType: DataType): Option[(Any, Any) => Int] = {
     val annotation = c.primitive.getLogicalTypeAnnotation
@@ -191,7 +214,33 @@ private[hivejoinopts] object ParquetFileSkipping {
         Some((stat, value) => SparkShims.compareBytes(UTF8String.fromBytes(
           stat.asInstanceOf[org.apache.parquet.io.api.Binary].getBytes),
           value.asInstanceOf[UTF8String]))
+      case (_: DecimalType, _, _) =>
+        FilteredKeyRange.decimalScale(c.primitive).map(scale => (stat: Any, value: Any) =>
+          FilteredKeyRange.decimalStatistic(stat, scale)
+            .compareTo(FilteredKeyRange.decimal(value)))
       case _ => None
     }
   }
+
+  /** 1582-10-15, the first day that Spark 2's hybrid calendar numbers as Spark 3 does. */
+  private val GregorianCutoverDay = java.time.LocalDate.of(1582, 10, 15).toEpochDay
+
+  /**
+   * How a date statistic (a day number) compares with a date, for rows kept by order alone. A
+   * file written in Spark 2's hybrid calendar (or by Hive) numbers the days before the cutover
+   * otherwise, up to ten days off, but still before the cutover, and the reader moves them as it
+   * reads. So a statistic before the cutover is told apart only from a date on or after it, and
+   * is otherwise taken as equal: no range rules a row group out by it. Equality is not told
+   * ([[Kept.NoneOf]] takes none of this).
+   */
+  private def dateOrder(c: ColumnChunks, columnType: DataType): Option[(Any, Any) => Int] =
+    (columnType, c.primitive.getPrimitiveTypeName, c.primitive.getLogicalTypeAnnotation) match {
+      case (DateType, PrimitiveTypeName.INT32, _: DateLogicalTypeAnnotation) =>
+        Some { (stat, value) =>
+          val (s, v) = (stat.asInstanceOf[Number].longValue, value.asInstanceOf[Number].longValue)
+          if (s < GregorianCutoverDay && v < GregorianCutoverDay) 0
+          else java.lang.Long.compare(s, v)
+        }
+      case _ => None
+    }
 }

@@ -251,8 +251,7 @@ private[hivejoinopts] object RowGroupOverlap {
 
   /**
    * How these estimates compare a chunk's statistics with a value: as the file skipping does
-   * ([[ParquetFileSkipping.order]], exact), dates by their day number, and decimals by their
-   * value (the statistic is the unscaled number, as an integer or in bytes). A file written in
+   * ([[ParquetFileSkipping.order]], exact), and dates by their day number. A file written in
    * Spark 2's hybrid calendar numbers days before 1582 otherwise, which moves an estimate by a
    * few days there; the reader's own pushed filters, not these, decide what is skipped.
    */
@@ -262,10 +261,6 @@ private[hivejoinopts] object RowGroupOverlap {
       (columnType, c.primitive.getPrimitiveTypeName, c.primitive.getLogicalTypeAnnotation) match {
         case (DateType, PrimitiveTypeName.INT32, _: DateLogicalTypeAnnotation) =>
           Some(ParquetFileSkipping.compareAsLongs)
-        case (_: DecimalType, _, _) =>
-          FilteredKeyRange.decimalScale(c.primitive).map(scale => (stat: Any, value: Any) =>
-            FilteredKeyRange.decimalStatistic(stat, scale)
-              .compareTo(FilteredKeyRange.decimal(value)))
         case _ => None
       }
     }

@@ -66,9 +66,15 @@ class ParquetFileSkippingSuite extends ParquetTables {
     // An empty row group holds nothing; statistics that do not compare rule nothing out.
     assert(!may(RowGroupStats(0, None, None), Kept.Null))
     assert(ParquetFileSkipping.mayHold(g, None, Kept.Between(0, 9)))
+    // Open ranges, and a union of kept rows: ruled out only where each part is.
+    assert(!may(g, Kept.AtLeast(21)) && may(g, Kept.AtLeast(20)))
+    assert(!may(g, Kept.AtMost(9)) && may(g, Kept.AtMost(10)))
+    assert(!may(g, Kept.AnyOf(Seq(Kept.Between(0, 9), Kept.AtLeast(21)))))
+    assert(may(g, Kept.AnyOf(Seq(Kept.Between(0, 9), Kept.AtMost(10)))))
+    assert(!may(RowGroupStats(0, Some((10, 20))), Kept.AnyOf(Seq(Kept.AtLeast(0)))))
   }
 
-  test("footer statistics compare exactly for signed integers and UTF-8 strings only") {
+  test("footer statistics compare exactly for signed integers, decimals and UTF-8 strings only") {
     def order(t: PrimitiveType, columnType: DataType) =
       ParquetFileSkipping.order(ColumnChunks(t, IndexedSeq.empty), columnType)
     val int32 = Types.required(INT32).named("k")
@@ -86,6 +92,14 @@ class ParquetFileSkippingSuite extends ParquetTables {
       UTF8String.fromString("\ud83d\ude00")) < 0)
     assert(order(Types.required(BINARY).named("k"), StringType).isEmpty)
     assert(order(utf8, IntegerType).isEmpty)
+    // Decimals by value, whatever the scale the file stores them at: 12.5 as 1250 at scale 2.
+    val dec64 = Types.required(INT64).as(LogicalTypeAnnotation.decimalType(2, 12)).named("k")
+    assert(order(dec64, DecimalType(12, 1)).get(1250L, Decimal(BigDecimal("12.5"), 12, 1)) == 0)
+    assert(order(dec64, DecimalType(12, 1)).get(1249L, Decimal(BigDecimal("12.5"), 12, 1)) < 0)
+    val wide = Types.required(BINARY).as(LogicalTypeAnnotation.decimalType(0, 20)).named("k")
+    assert(order(wide, DecimalType(20, 0)).get(Binary.fromConstantByteArray(Array[Byte](-1)),
+      Decimal(0)) < 0)
+    assert(order(int32, DecimalType(12, 0)).isEmpty)
   }
 
   test("files whose footers hold no kept value leave the scan") {
