@@ -336,7 +336,7 @@ object HiveJoinOptsConf {
       "files are read on the driver (side by side, kept for later queries, within " +
       "evaluation.timeout) and the files whose row groups all lie outside the values' range " +
       "are dropped from the scan, so no task opens them; so too, as the scan lists its files " +
-      "while the query runs, for a run-time value set's range on an integer key. Only for " +
+      "while the query runs, for a run-time value set's range (Parquet or ORC). Only for " +
       "tables of at most this many files; 0 turns it off.",
     V010, default = 1000, _ >= 0, "Must be a number of files, 0 or more."))
 

@@ -46,7 +46,7 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * before the scan that uses it, and turns each result into the scan's pushed filters
  * (`FileSourceScanExec`: a scalar subquery is pushed as a literal at run time; its `PushedFilters`
  * show `ScalarSubquery#n`). A partition column's range prunes partitions as the scan starts, as
- * dynamic partition pruning does; an integer data column's range drops, as the Parquet scan lists
+ * dynamic partition pruning does; a data column's range drops, as the Parquet or ORC scan lists
  * its files, those whose footers hold no key of it ([[ValueSetFileIndex]]), so no task opens
  * them. The aggregate reads only the side's key and filter columns, once: Spark's exchange reuse
  * shares what it can with the join's own plan of that side.

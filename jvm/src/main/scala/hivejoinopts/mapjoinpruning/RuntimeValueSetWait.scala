@@ -3,23 +3,21 @@ package hivejoinopts.mapjoinpruning
 import scala.collection.mutable
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression, GreaterThanOrEqual, LessThanOrEqual, Literal, NamedExpression, PredicateHelper}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual, Literal, NamedExpression, Or, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.physical.SinglePartition
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
 import org.apache.spark.sql.execution.{BaseSubqueryExec, ColumnarRule, FileSourceScanExec, FilterExec, ExecSubqueryExpression, ReusedSubqueryExec, ScalarSubquery, SparkPlan, SubqueryExec}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, PartitioningAwareFileIndex}
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.execution.exchange.{Exchange, ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.hivejoinopts.Flag
-import org.apache.spark.sql.types.{ByteType, IntegerType, LongType, ShortType}
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
 import hivejoinopts.rules.HiveJoinOptsPhysicalRule
-import hivejoinopts.scan.FooterPrunedFileIndex
+import hivejoinopts.scan.{FileFooters, FooterPrunedFileIndex}
 
 /**
  * Bounds how long a scan waits for the run-time value set [[RuntimeValueSetPushdown]] gave it:
@@ -76,8 +74,8 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
     }))
 
   /**
-   * Each Parquet scan whose filters hold an integer key's range from two waited bounds lists
-   * only the files whose footers may hold a key of it, once the bounds are known
+   * Each Parquet or ORC scan whose filters hold a data column's range between two waited bounds
+   * lists only the files whose footers may hold a key of it, once the bounds are known
    * ([[ValueSetFileIndex]]), within `bigSide.skipFiles.maxFiles`.
    */
   private def withFileSkipping(plan: SparkPlan): SparkPlan = {
@@ -86,11 +84,11 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
     if (maxFiles <= 0) plan
     else plan.transformUpWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
       case scan: FileSourceScanExec if RuntimeValueSetWait.listsItsFiles(scan) &&
-          scan.relation.fileFormat.isInstanceOf[ParquetFileFormat] && !scan.bucketedScan =>
-        RuntimeValueSetWait.integerRange(scan).map { case (column, lower, upper) =>
+          FileFooters.readable(scan.relation.fileFormat) && !scan.bucketedScan =>
+        RuntimeValueSetWait.waitedRange(scan).map { case (column, range) =>
           val r = scan.relation
           val index = new ValueSetFileIndex(r.sparkSession, r.location, column.name,
-            column.dataType, lower, upper, r.fileFormat, r.options, maxFiles, timeoutMs)
+            column.dataType, range, r.fileFormat, r.options, maxFiles, timeoutMs)
           RuntimeValueSetWait.withLocation(scan, index)
         }.getOrElse(scan)
     }
@@ -191,11 +189,11 @@ object RuntimeValueSetWait extends PredicateHelper {
   }
 
   /**
-   * Of a scan's data filters, an integer data column's range between two waited bounds,
-   * `c >= lower AND c <= upper`: the column and where each bound's value will be.
+   * Of a scan's data filters, a data column's range between two waited bounds, `c >= lower AND
+   * c <= upper`, each comparison perhaps ORed with its guard ([[BoundFallback]]): the column,
+   * and where each bound's value will be.
    */
-  private def integerRange(scan: FileSourceScanExec)
-      : Option[(Attribute, ValueSetBound, ValueSetBound)] = {
+  private def waitedRange(scan: FileSourceScanExec): Option[(Attribute, WaitedRange)] = {
     def bound(s: ScalarSubquery, lower: Boolean): Option[ValueSetBound] = (s.plan match {
       case r: ReusedSubqueryExec => r.child
       case other => other
@@ -206,20 +204,27 @@ object RuntimeValueSetWait extends PredicateHelper {
     }
     val resolver = scan.relation.sparkSession.sessionState.conf.resolver
     def dataColumn(a: Attribute) =
-      Seq(ByteType, ShortType, IntegerType, LongType).contains(a.dataType) &&
       !scan.relation.partitionSchema.fieldNames.exists(resolver(_, a.name))
+    // Each bound of a column, and the value past which its guard keeps every key.
+    def guarded(e: Expression, lower: Boolean): Option[(Attribute, (ValueSetBound, Option[Any]))] =
+      e match {
+        case GreaterThanOrEqual(a: Attribute, s: ScalarSubquery) if lower =>
+          bound(s, lower).map(a -> (_, None))
+        case LessThanOrEqual(a: Attribute, s: ScalarSubquery) if !lower =>
+          bound(s, lower).map(a -> (_, None))
+        case Or(c, LessThan(a: Attribute, Literal(g, _))) if lower =>
+          guarded(c, lower).filter(_._1.semanticEquals(a)).map(b => b._1 -> (b._2._1, Some(g)))
+        case Or(c, GreaterThan(a: Attribute, Literal(g, _))) if !lower =>
+          guarded(c, lower).filter(_._1.semanticEquals(a)).map(b => b._1 -> (b._2._1, Some(g)))
+        case _ => None
+      }
     val conjuncts = scan.dataFilters.flatMap(splitConjunctivePredicates)
-    val lowers = conjuncts.flatMap {
-      case GreaterThanOrEqual(a: Attribute, s: ScalarSubquery) if dataColumn(a) =>
-        bound(s, lower = true).map(a -> _)
-      case _ => None
-    }
-    val uppers = conjuncts.flatMap {
-      case LessThanOrEqual(a: Attribute, s: ScalarSubquery) => bound(s, lower = false).map(a -> _)
-      case _ => None
-    }
-    lowers.iterator.flatMap { case (a, lo) =>
-      uppers.find(_._1.exprId == a.exprId).map { case (_, hi) => (a, lo, hi) }
+    val lowers = conjuncts.flatMap(guarded(_, lower = true)).filter(b => dataColumn(b._1))
+    val uppers = conjuncts.flatMap(guarded(_, lower = false))
+    lowers.iterator.flatMap { case (a, (lo, below)) =>
+      uppers.find(_._1.exprId == a.exprId).map { case (_, (hi, above)) =>
+        (a, WaitedRange(lo, hi, below, above))
+      }
     }.toSeq.headOption
   }
 
