@@ -101,12 +101,14 @@ RUNTIME_VALUE_SETS = {
 def test_runtime_value_sets_prune_with_the_same_rows(spark, tmp_path):
     (spark.range(0, 20000).selectExpr("id AS v", "CAST(id DIV 2000 AS INT) AS p")
      .write.partitionBy("p").parquet(str(tmp_path / "pf")))
-    (spark.range(0, 20000).selectExpr("id DIV 4 AS o", "id AS v").orderBy("o").coalesce(1)
-     .write.option("parquet.block.size", 8192).parquet(str(tmp_path / "sf")))
+    # The keys in order over 4 files, each a quarter of them: the month's keys lie in one.
+    (spark.range(0, 20000).selectExpr("id DIV 4 AS o", "id AS v").repartitionByRange(4, "o")
+     .sortWithinPartitions("o").write.option("parquet.block.size", 8192).parquet(str(tmp_path / "sf")))
     # The same rows as ORC in stripes of about 1,000 rows, with a column that does not compress
     # (ORC encodes the ids in a few bytes: the scan to prune must be bigger than the dimension).
     (spark.read.parquet(str(tmp_path / "sf"))
-     .selectExpr("*", "sha2(CAST(v AS STRING), 256) AS pad").coalesce(1).write.option("orc.stripe.size", 1024)
+     .selectExpr("*", "sha2(CAST(v AS STRING), 256) AS pad").repartitionByRange(4, "o")
+     .sortWithinPartitions("o").write.option("orc.stripe.size", 1024)
      .option("orc.rows.between.memory.checks", 500).orc(str(tmp_path / "so")))
     (spark.range(0, 5000).selectExpr("id", "CAST(id DIV 500 AS INT) AS p",
                                      "CAST(id DIV 250 AS INT) AS month")
@@ -132,6 +134,8 @@ def test_runtime_value_sets_prune_with_the_same_rows(spark, tmp_path):
                 # The scan got the range as pushed filters and its reader skipped by them.
                 assert all("ScalarSubquery" in r.numbers["pushedFilters"]
                            and int(r.numbers["rowsRead"]) < 20000 // 2 for r in reports), reports
+                # Its listing dropped the 3 files whose footers hold no key of the range.
+                assert all(r.numbers.get("filesSkippedByRange") == "3 of 4" for r in reports), reports
             assert sorted(on.collect()) == sorted(off), what
 
 
