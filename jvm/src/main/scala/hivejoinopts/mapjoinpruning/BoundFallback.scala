@@ -65,6 +65,18 @@ private[mapjoinpruning] object BoundFallback {
   def atLeast(column: Expression, lo: Expression): Expression =
     guarded(column, GreaterThanOrEqual(column, lo), lower = true)
 
+  /**
+   * A bound's comparison as [[range]] or [[atLeast]] wrote it, without its guard, and the guard's
+   * value: `(k >= lo OR k < v)` is `(k >= lo, Some(v))`; an unguarded comparison is itself.
+   */
+  def unguarded(e: Expression): (Expression, Option[Any]) = e match {
+    case Or(c @ GreaterThanOrEqual(column, _), LessThan(g, Literal(v, _)))
+        if g.semanticEquals(column) => (c, Some(v))
+    case Or(c @ LessThanOrEqual(column, _), GreaterThan(g, Literal(v, _)))
+        if g.semanticEquals(column) => (c, Some(v))
+    case other => (other, None)
+  }
+
   private def guarded(column: Expression, comparison: Expression, lower: Boolean): Expression =
     of(column.dataType, lower) match {
       case Some(Guarded(v)) =>

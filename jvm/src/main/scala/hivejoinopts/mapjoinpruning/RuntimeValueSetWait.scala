@@ -3,7 +3,7 @@ package hivejoinopts.mapjoinpruning
 import scala.collection.mutable
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual, Literal, NamedExpression, Or, PredicateHelper}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression, GreaterThanOrEqual, LessThanOrEqual, Literal, NamedExpression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.physical.SinglePartition
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
@@ -206,23 +206,21 @@ object RuntimeValueSetWait extends PredicateHelper {
     def dataColumn(a: Attribute) =
       !scan.relation.partitionSchema.fieldNames.exists(resolver(_, a.name))
     // Each bound of a column, and the value past which its guard keeps every key.
-    def guarded(e: Expression, lower: Boolean): Option[(Attribute, (ValueSetBound, Option[Any]))] =
-      e match {
+    def guarded(e: Expression, lower: Boolean): Option[(Attribute, ValueSetBound, Option[Any])] = {
+      val (comparison, guard) = BoundFallback.unguarded(e)
+      (comparison match {
         case GreaterThanOrEqual(a: Attribute, s: ScalarSubquery) if lower =>
-          bound(s, lower).map(a -> (_, None))
+          bound(s, lower).map(a -> _)
         case LessThanOrEqual(a: Attribute, s: ScalarSubquery) if !lower =>
-          bound(s, lower).map(a -> (_, None))
-        case Or(c, LessThan(a: Attribute, Literal(g, _))) if lower =>
-          guarded(c, lower).filter(_._1.semanticEquals(a)).map(b => b._1 -> (b._2._1, Some(g)))
-        case Or(c, GreaterThan(a: Attribute, Literal(g, _))) if !lower =>
-          guarded(c, lower).filter(_._1.semanticEquals(a)).map(b => b._1 -> (b._2._1, Some(g)))
+          bound(s, lower).map(a -> _)
         case _ => None
-      }
+      }).map { case (a, b) => (a, b, guard) }
+    }
     val conjuncts = scan.dataFilters.flatMap(splitConjunctivePredicates)
     val lowers = conjuncts.flatMap(guarded(_, lower = true)).filter(b => dataColumn(b._1))
     val uppers = conjuncts.flatMap(guarded(_, lower = false))
-    lowers.iterator.flatMap { case (a, (lo, below)) =>
-      uppers.find(_._1.exprId == a.exprId).map { case (_, (hi, above)) =>
+    lowers.iterator.flatMap { case (a, lo, below) =>
+      uppers.find(_._1.exprId == a.exprId).map { case (_, hi, above) =>
         (a, WaitedRange(lo, hi, below, above))
       }
     }.toSeq.headOption

@@ -234,13 +234,17 @@ private[hivejoinopts] object ParquetFileSkipping {
    * ([[Kept.NoneOf]] takes none of this).
    */
   private def dateOrder(c: ColumnChunks, columnType: DataType): Option[(Any, Any) => Int] =
+    if (!holdsDays(c, columnType)) None
+    else Some { (stat, value) =>
+      val (s, v) = (stat.asInstanceOf[Number].longValue, value.asInstanceOf[Number].longValue)
+      if (s < GregorianCutoverDay && v < GregorianCutoverDay) 0
+      else java.lang.Long.compare(s, v)
+    }
+
+  /** Whether a date column's chunk holds day numbers, as Parquet writes dates. */
+  private[scan] def holdsDays(c: ColumnChunks, columnType: DataType): Boolean =
     (columnType, c.primitive.getPrimitiveTypeName, c.primitive.getLogicalTypeAnnotation) match {
-      case (DateType, PrimitiveTypeName.INT32, _: DateLogicalTypeAnnotation) =>
-        Some { (stat, value) =>
-          val (s, v) = (stat.asInstanceOf[Number].longValue, value.asInstanceOf[Number].longValue)
-          if (s < GregorianCutoverDay && v < GregorianCutoverDay) 0
-          else java.lang.Long.compare(s, v)
-        }
-      case _ => None
+      case (DateType, PrimitiveTypeName.INT32, _: DateLogicalTypeAnnotation) => true
+      case _ => false
     }
 }

@@ -5,8 +5,6 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
-import org.apache.parquet.schema.LogicalTypeAnnotation.DateLogicalTypeAnnotation
-import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, PartitioningAwareFileIndex}
@@ -257,13 +255,9 @@ private[hivejoinopts] object RowGroupOverlap {
    */
   private def estimateOrder(c: ColumnChunks, columnType: DataType)
       : Option[(Any, Any) => Int] =
-    ParquetFileSkipping.order(c, columnType).orElse {
-      (columnType, c.primitive.getPrimitiveTypeName, c.primitive.getLogicalTypeAnnotation) match {
-        case (DateType, PrimitiveTypeName.INT32, _: DateLogicalTypeAnnotation) =>
-          Some(ParquetFileSkipping.compareAsLongs)
-        case _ => None
-      }
-    }
+    ParquetFileSkipping.order(c, columnType).orElse(
+      if (ParquetFileSkipping.holdsDays(c, columnType)) Some(ParquetFileSkipping.compareAsLongs)
+      else None)
 
   /**
    * At least how many rows the relation has with none of `notNull` NULL, from the footers of all
