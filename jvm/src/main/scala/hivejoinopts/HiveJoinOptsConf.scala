@@ -270,6 +270,14 @@ object HiveJoinOptsConf {
       "set's jobs. For keys of integer, decimal, date and string types.",
     V020, default = "30s", _ > 0, "Must be a positive duration."))
 
+  val MAP_JOIN_PRUNING_RUNTIME_FROM_SHUFFLE_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "mapJoinPruning.runtime.fromShuffle.enabled",
+    "With adaptive execution and exchange reuse on, a run-time value set of a side that the " +
+      "join shuffles is computed from that shuffle (rule RuntimeValueSetFromShuffle): the side " +
+      "is scanned once, for the join, and the value set reads its map output. When false, or " +
+      "where the side is broadcast, the value set scans the side a second time.",
+    V020, default = true))
+
   val MAP_JOIN_PRUNING_RUNTIME_MAX_IN_VALUES: Flag[Int] = flag(Flag.int(
     PREFIX + "mapJoinPruning.runtime.maxInValues",
     "A run-time value set also collects the side's distinct keys, up to this many, and the " +

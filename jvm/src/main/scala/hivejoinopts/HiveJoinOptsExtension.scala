@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, GroupByCastJoinKey, MergeSameKeyAggregates, PruneRepeatedInSubquery}
 import hivejoinopts.log.{DecisionsTable, ResolveDecisionsTable}
-import hivejoinopts.mapjoinpruning.{JoinKeyValuePushdown, RuntimeValueSetPushdown, RuntimeValueSetWait, RuntimeValueSetWaitColumnar}
+import hivejoinopts.mapjoinpruning.{JoinKeyValuePushdown, RuntimeValueSetFromShuffle, RuntimeValueSetPushdown, RuntimeValueSetWait, RuntimeValueSetWaitColumnar}
 import hivejoinopts.skew.{ResolveSkewHint, SkewHintNames, SkewJoinSplit}
 import hivejoinopts.skew.runtime.{CountShuffledJoinKeys, SkewJoinRuntimeSplit}
 
@@ -96,14 +96,6 @@ object HiveJoinOptsExtension {
     ExtensionRule.preCBO("JoinKeyValuePushdown", JoinKeyValuePushdown(_)),
     // Right after: the joins whose small side was too big to evaluate get run-time ranges.
     ExtensionRule.preCBO("RuntimeValueSetPushdown", RuntimeValueSetPushdown(_)),
-    // Once their subqueries are planned, and before Spark reuses them: a scan waits for its
-    // run-time value set at most maxWait. With adaptive execution on each re-planned plan;
-    // without, before the columnar transitions.
-    ExtensionRule.atStart("the run-time value sets' bounded wait (runtime.maxWait)",
-      "a physical rule: it wraps the subqueries Spark plans") { ext =>
-      ext.injectQueryStagePrepRule(RuntimeValueSetWait(_))
-      ext.injectColumnar(RuntimeValueSetWaitColumnar(_))
-    },
 
     // ---- skew join ----
     // Analysis. Before column resolution (the hint batch; the parser on Spark 3.5), the hint's
@@ -127,6 +119,20 @@ object HiveJoinOptsExtension {
     ExtensionRule.atStart("the run-time skew split", "adaptive execution's rules") { ext =>
       ext.injectQueryStagePrepRule(CountShuffledJoinKeys)
       ext.injectQueryStageOptimizerRule(SkewJoinRuntimeSplit(_))
+    },
+
+    // ---- map-join pruning, once the shuffles are final ----
+    // With adaptive execution, after the join keys are counted, so that a join's shuffle is as
+    // its stage will be made: a run-time value set reads that shuffle of its side.
+    ExtensionRule.atStart("RuntimeValueSetFromShuffle", "adaptive execution's rules")(
+      _.injectQueryStagePrepRule(RuntimeValueSetFromShuffle(_))),
+    // Once their subqueries are planned, and before Spark reuses them: a scan waits for its
+    // run-time value set at most maxWait. With adaptive execution on each re-planned plan;
+    // without, before the columnar transitions.
+    ExtensionRule.atStart("the run-time value sets' bounded wait (runtime.maxWait)",
+      "a physical rule: it wraps the subqueries Spark plans") { ext =>
+      ext.injectQueryStagePrepRule(RuntimeValueSetWait(_))
+      ext.injectColumnar(RuntimeValueSetWaitColumnar(_))
     }
   )
 

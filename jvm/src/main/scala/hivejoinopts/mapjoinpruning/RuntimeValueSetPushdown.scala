@@ -3,7 +3,7 @@ package hivejoinopts.mapjoinpruning
 import scala.util.Try
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Coalesce, Exists, Expression, InSubquery, IsNotNull, Literal, Not, ScalarSubquery, SubqueryExpression}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, Coalesce, Exists, Expression, InSubquery, IsNotNull, Literal, NamedExpression, Not, ScalarSubquery, SubqueryExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Max, Min}
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight, ColumnPruning}
 import org.apache.spark.sql.catalyst.plans.{JoinType, LeftAnti, LeftSemi}
@@ -602,6 +602,9 @@ object RuntimeValueSetPushdown {
   /** The names of the two bounds' columns: the lower bound's, then the upper bound's. */
   val BoundNames: Seq[String] = Seq("value_set_min", "value_set_max")
 
+  /** The name of the side's key that the value set aggregates. */
+  val KeyName = "value_set_key"
+
   /** The name of the distinct keys' column ([[ValueSetDistinctKeys]]). */
   val ValuesName = "value_set_values"
 
@@ -609,21 +612,27 @@ object RuntimeValueSetPushdown {
   val ValueName = "value_set_value"
 
   /**
-   * The metadata key that marks a bound's column, with the bound's name as its value. A scan's
-   * value set is found by it once planned ([[RuntimeValueSetWait]], [[RuntimeValueSetReport]]):
-   * a column name alone could be a user's, and only our own bounds may fall back to a wider one.
+   * The metadata key that marks a bound's column (and the key it aggregates), with the bound's
+   * name as its value. A scan's value set is found by it once planned ([[RuntimeValueSetWait]],
+   * [[RuntimeValueSetReport]]): a column name alone could be a user's, and only our own bounds
+   * may fall back to a wider one.
    */
   private val BoundMarker = "hiveJoinOpts.runtimeValueSetBound"
 
-  /** The value set part a subquery's output is, by its marker. */
+  /** The value set part a subquery's output is, by its marker (the side's key is none). */
   private def part(output: Seq[Attribute]): Option[String] = output match {
-    case Seq(a) if a.metadata.contains(BoundMarker) => Some(a.metadata.getString(BoundMarker))
+    case Seq(a) if a.metadata.contains(BoundMarker) && !isKey(a) =>
+      Some(a.metadata.getString(BoundMarker))
     case _ => None
   }
 
   /** Of the output of a bound's subquery: whether it is the lower bound (`None`: not a bound). */
   def isLowerBound(output: Seq[Attribute]): Option[Boolean] =
     part(output).filter(BoundNames.contains).map(_ == BoundNames.head)
+
+  /** Whether `e` is the side's key that a value set aggregates, as its aggregate reads it. */
+  def isKey(e: NamedExpression): Boolean =
+    e.metadata.contains(BoundMarker) && e.metadata.getString(BoundMarker) == KeyName
 
   /** Whether a subquery's output is a side's distinct keys. */
   def isValues(output: Seq[Attribute]): Boolean = part(output).contains(ValuesName)
@@ -671,9 +680,10 @@ object RuntimeValueSetPushdown {
   private[mapjoinpruning] def valueSet(key: Expression, side: LogicalPlan, maxInValues: Int)
       : ValueSetSubqueries = {
     // Pruned as the optimizer would: the side's scans read only the key's and filters' columns.
-    val projected = ColumnPruning(Project(Seq(Alias(key, "value_set_key")()), side))
-    val k: Attribute = projected.output.head
     def marked(e: Expression, name: String) = Alias(e, name)(explicitMetadata = Some(marker(name)))
+    // Marked, so that the aggregate's input is found once planned ([[RuntimeValueSetFromShuffle]]).
+    val projected = ColumnPruning(Project(Seq(marked(key, KeyName)), side))
+    val k: Attribute = projected.output.head
     // A side without a key gives no minimum: the bounds become a range that holds no value.
     val (min, max) = (Min(k).toAggregateExpression(), Max(k).toAggregateExpression())
     val (lo, hi) = emptyRange(k.dataType).map { case (l, h) =>

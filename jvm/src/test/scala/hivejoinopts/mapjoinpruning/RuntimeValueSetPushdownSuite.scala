@@ -21,6 +21,13 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
   override protected def sparkConf = super.sparkConf
     .set(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES.key, "1b")
 
+  /**
+   * The value set scans its side itself, as without adaptive execution: the tests of its jobs'
+   * tags and cancellation (a value set read from the join's shuffle shares its jobs with the
+   * query, [[RuntimeValueSetFromShuffleSuite]]).
+   */
+  private val OwnScan = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_FROM_SHUFFLE_ENABLED.key -> "false"
+
   private def runtimeDecisions(df: DataFrame): Seq[Decision] =
     decisionsOf(df).filter(_.rule == "RuntimeValueSetPushdown")
 
@@ -210,7 +217,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       "WHERE month BETWEEN 5 AND 9 AND id % 1000 = 0"
     withOrders() {
       for (adaptive <- Seq("true", "false")) {
-        withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
+        withSQLConf(OwnScan, SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
             SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1") {
           val Seq(d) = runtimeDecisions(sql(q))
           assert(d.fired && d.numbers.toMap.get("distinctKeysUpTo").contains("32"), d)
@@ -396,7 +403,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       "WHERE orders.month = 7 AND gated_id(orders.id) = orders.id")
     withOrders() {
       for (adaptive <- Seq("true", "false")) {
-        withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
+        withSQLConf(OwnScan, SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
             SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
             HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
           val expected = withExtension(on = false)(q.collect().toSeq)
@@ -441,7 +448,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       "(SELECT id AS k FROM orders WHERE month = 7 AND id IS NOT NULL))")
     withOrders() {
       for (adaptive <- Seq("true", "false")) {
-        withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
+        withSQLConf(OwnScan, SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive,
             SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
             HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_IN_VALUES.key -> "0",
             HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
@@ -462,6 +469,12 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
             "orders a JOIN orders b ON a.id = b.id + 1 WHERE a.month = 7 AND b.prio = 2) x " +
             "ON o = x.id")
           assertRunsOn(joinSide, "the side's own shuffles may serve the query too")
+          // Read from the join's shuffle of the side, the value set's jobs are the query's.
+          if (adaptive == "true") {
+            withSQLConf(OwnScan._1 -> "true") {
+              assertRunsOn(sql(join), "another part of the query shares their work")
+            }
+          }
         }
       }
     }
@@ -479,7 +492,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     withOrders() {
       // With adaptive execution: without it the value set's collect here may end before the
       // query does, and then nothing is left to cancel.
-      withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true",
+      withSQLConf(OwnScan, SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true",
           SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
           SQLConf.EXCHANGE_REUSE_ENABLED.key -> "false",
           HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "1ms") {
