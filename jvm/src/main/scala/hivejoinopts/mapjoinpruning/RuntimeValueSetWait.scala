@@ -97,7 +97,10 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
   /** `plan` with each value set's subqueries waited for at most maxWait. */
   private def waitedFor(plan: SparkPlan): SparkPlan = {
     val maxWaitMs = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT(conf)
-    lazy val otherParts = RuntimeValueSetWait.parts(plan, outsideBounds = true).toSet
+    // Exchanges are shared only where Spark reuses them.
+    val exchangesReused = conf.exchangeReuseEnabled
+    lazy val otherParts =
+      RuntimeValueSetWait.parts(plan, outsideBounds = true, exchangesReused).toSet
     // The distinct keys' subqueries, each waited for once by every value read from it.
     val waitedKeys = mutable.Map.empty[ExprId, (BaseSubqueryExec, CollectedOnce)]
     // Each bound's value, shared by the copies of its subquery (a scan's and its filter's).
@@ -109,7 +112,7 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
       def tagged(sub: SubqueryExec, cancelOnTimeOut: Boolean) =
         RuntimeValueSetWait.tagged(sub, cancelOnTimeOut).asInstanceOf[BaseSubqueryExec]
       val (collected, cancels) = s.plan match {
-        case _ if RuntimeValueSetWait.sharesWork(s.plan, otherParts) =>
+        case _ if RuntimeValueSetWait.sharesWork(s.plan, otherParts, exchangesReused) =>
           (s.plan, "its jobs run on, as another part of the query shares their work")
         case sub: SubqueryExec if RuntimeValueSetWait.shufflesItsSide(sub) =>
           (tagged(sub, cancelOnTimeOut = false), "its jobs run on until the query " +
@@ -254,12 +257,14 @@ object RuntimeValueSetWait extends PredicateHelper {
   /**
    * Whether a bound's subquery shares work with another part of the query, whose shared parts
    * outside the bounds are `others`: an exchange that adaptive execution's stage cache runs once
-   * for both, or a subquery inside the bound's plan that the query also uses (Spark's
+   * for both (with `exchanges`: exchange reuse on), or a subquery inside the bound's plan that
+   * the query also uses (Spark's
    * `MergeScalarSubqueries` merges a user's aggregate over the same side with the bound's, and
    * the user's filter reuses the merged subquery). Cancelling such a bound would fail that part.
    */
-  private[mapjoinpruning] def sharesWork(bound: BaseSubqueryExec, others: Set[SparkPlan])
-      : Boolean = parts(bound, outsideBounds = false).exists(others.contains)
+  private[mapjoinpruning] def sharesWork(
+      bound: BaseSubqueryExec, others: Set[SparkPlan], exchanges: Boolean): Boolean =
+    parts(bound, outsideBounds = false, exchanges).exists(others.contains)
 
   /**
    * Whether a bound's side has exchanges of its own below the aggregate of its key (a join, or
@@ -287,14 +292,15 @@ object RuntimeValueSetWait extends PredicateHelper {
 
   /**
    * The parts of `plan` that other parts of a query may run once for both, canonicalized as
-   * Spark's reuse matches them: its exchanges and its subqueries, in its subqueries and adaptive
-   * plans too; with `outsideBounds`, none of the value sets' bounds.
+   * Spark's reuse matches them: its subqueries and, with `exchanges`, its exchanges, in its
+   * subqueries and adaptive plans too; with `outsideBounds`, none of the value sets' bounds.
    */
-  private[mapjoinpruning] def parts(plan: SparkPlan, outsideBounds: Boolean): Seq[SparkPlan] = {
+  private[mapjoinpruning] def parts(plan: SparkPlan, outsideBounds: Boolean, exchanges: Boolean)
+      : Seq[SparkPlan] = {
     val plans = withSubqueries(plan, skip = p =>
       outsideBounds && RuntimeValueSetPushdown.isValueSetPart(p.output))
-    plans.tail.map(_.canonicalized) ++
-      plans.flatMap(nodes(_).collect { case e: Exchange => e.canonicalized })
+    plans.tail.map(_.canonicalized) ++ (if (!exchanges) Nil else
+      plans.flatMap(nodes(_).collect { case e: Exchange => e.canonicalized }))
   }
 
   /**
