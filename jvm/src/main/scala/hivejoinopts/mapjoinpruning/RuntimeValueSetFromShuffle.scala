@@ -80,36 +80,34 @@ case class RuntimeValueSetFromShuffle(session: SparkSession) extends HiveJoinOpt
     val candidate = Candidates.keysJoin(j)
     val keyNames = reading.map(p => Try(p.projectList.head.sql).getOrElse(p.toString)).distinct
       .mkString(", ")
-    RuntimeValueSetFromShuffle.joinShuffle(side) match {
+    def scannedAgain(why: String): SparkPlan = {
+      skipped(candidate, s"the value set of $keyNames scans its side again: $why")
+      sibling
+    }
+    val shuffle = RuntimeValueSetFromShuffle.joinShuffle(side)
+    val source = shuffle.flatMap(RuntimeValueSetFromShuffle.logicalSource)
+    (shuffle, source) match {
       case _ if !conf.exchangeReuseEnabled =>
-        skipped(candidate, s"the value set of $keyNames scans its side again: " +
-          "spark.sql.exchange.reuse is false, so the join's shuffle would run twice")
-        sibling
-      case None =>
-        skipped(candidate, s"the value set of $keyNames scans its side again: the join does " +
-          "not shuffle that side itself here (it is broadcast, already partitioned, or a " +
-          "stage that has run)")
-        sibling
-      case Some(e) if e.exists(_.expressions.exists(_.containsPattern(PLAN_EXPRESSION))) =>
-        skipped(candidate, s"the value set of $keyNames scans its side again: the side's " +
-          "shuffle holds subqueries, which the query's later rules rewrite in its own copy only")
-        sibling
-      case Some(e) if RuntimeValueSetFromShuffle.logicalSource(e).isEmpty =>
-        skipped(candidate, s"the value set of $keyNames scans its side again: the side's " +
-          "shuffle has no logical plan for adaptive execution to plan the value set from")
-        sibling
-      case Some(e) =>
-        val read = new RuntimeValueSetFromShuffle.Rewriter(side, keys, e,
-          RuntimeValueSetFromShuffle.logicalSource(e).get).inPlan(sibling)
+        scannedAgain("spark.sql.exchange.reuse is false, so the join's shuffle would run twice")
+      case (None, _) =>
+        scannedAgain("the join does not shuffle that side itself here (it is broadcast, already " +
+          "partitioned, or a stage that has run)")
+      case (Some(e), _) if e.containsPattern(PLAN_EXPRESSION) =>
+        scannedAgain("the side's shuffle holds subqueries, which the query's later rules " +
+          "rewrite in its own copy only")
+      case (Some(_), None) =>
+        scannedAgain("the side's shuffle has no logical plan for adaptive execution to plan the " +
+          "value set from")
+      case (Some(e), Some(l)) =>
+        val read = new RuntimeValueSetFromShuffle.Rewriter(side, keys, e, l).inPlan(sibling)
         if (read eq sibling) {
-          skipped(candidate, s"the value set of $keyNames scans its side again: its plan is not " +
-            "one this rule can point at the join's shuffle")
-          return sibling
+          scannedAgain("its plan is not one this rule can point at the join's shuffle")
+        } else {
+          fired(candidate, s"the value set of $keyNames reads the join's shuffle of its side, " +
+            "which adaptive execution runs once for both: the side is scanned once",
+            "sideShuffle" -> Try(e.outputPartitioning.toString).getOrElse(e.nodeName))
+          read
         }
-        fired(candidate, s"the value set of $keyNames reads the join's shuffle of its side, " +
-          "which adaptive execution runs once for both: the side is scanned once",
-          "sideShuffle" -> Try(e.outputPartitioning.toString).getOrElse(e.nodeName))
-        read
     }
   }
 }
