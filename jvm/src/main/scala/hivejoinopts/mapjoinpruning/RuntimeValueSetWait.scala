@@ -109,11 +109,17 @@ case class RuntimeValueSetWait(session: SparkSession) extends HiveJoinOptsPhysic
     /** `s`'s plan collected within the deadline, else `fallback`; and what happens to its jobs. */
     def waited(s: ScalarSubquery, what: String, fallback: Any, deadline: WaitDeadline)
         : BaseSubqueryExec = {
+      // Run in the wait's own thread, not one of Spark's subquery threads (ValueSetSubqueryExec).
+      def own(sub: SubqueryExec, plan: SparkPlan) =
+        ValueSetSubqueryExec(sub.name, plan, sub.maxNumRows)
       def tagged(sub: SubqueryExec, cancelOnTimeOut: Boolean) =
-        RuntimeValueSetWait.tagged(sub, cancelOnTimeOut).asInstanceOf[BaseSubqueryExec]
+        own(sub, RuntimeValueSetWait.tagged(sub.child, cancelOnTimeOut))
       val (collected, cancels) = s.plan match {
         case _ if RuntimeValueSetWait.sharesWork(s.plan, otherParts, exchangesReused) =>
-          (s.plan, "its jobs run on, as another part of the query shares their work")
+          (s.plan match {
+            case sub: SubqueryExec => own(sub, sub.child)
+            case other => other
+          }, "its jobs run on, as another part of the query shares their work")
         case sub: SubqueryExec if RuntimeValueSetWait.shufflesItsSide(sub) =>
           (tagged(sub, cancelOnTimeOut = false), "its jobs run on until the query " +
             "ends, as the side's own shuffles may serve the query too")
@@ -173,22 +179,23 @@ object RuntimeValueSetWait extends PredicateHelper {
     })
 
   /**
-   * `sub` with its jobs under a tag of their own ([[ValueSetJobsExec]]), and so the subqueries
-   * nested in its plan. Without adaptive execution Spark's `MergeScalarSubqueries` leaves a
+   * A bound's subquery `plan` with its jobs under a tag of their own ([[ValueSetJobsExec]]), and
+   * so the subqueries nested in it. Without adaptive execution Spark's `MergeScalarSubqueries` leaves a
    * value set's aggregate in such a subquery (one for the bounds of a side, each bound reading
    * its field), which the query starts as it is prepared, from the query's own thread: untagged,
    * it would run on after a give-up that cancelled only the bound's one-row job.
    */
-  private def tagged(sub: SubqueryExec, cancelOnTimeOut: Boolean): SubqueryExec = {
-    val child = sub.child.transformUpWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
+  private def tagged(plan: SparkPlan, cancelOnTimeOut: Boolean): ValueSetJobsExec = {
+    val child = plan.transformUpWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
       case node => node.transformExpressionsWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
         case s: ScalarSubquery => s.plan match {
-          case nested: SubqueryExec => s.withNewPlan(tagged(nested, cancelOnTimeOut))
+          case nested: SubqueryExec => s.withNewPlan(nested.withNewChildren(
+            Seq(tagged(nested.child, cancelOnTimeOut))).asInstanceOf[SubqueryExec])
           case _ => s
         }
       }
     }
-    sub.withNewChildren(Seq(ValueSetJobsExec(child, cancelOnTimeOut))).asInstanceOf[SubqueryExec]
+    ValueSetJobsExec(child, cancelOnTimeOut)
   }
 
   /**

@@ -1,8 +1,7 @@
 package hivejoinopts.mapjoinpruning
 
 import java.util.UUID
-import java.util.concurrent.{CompletableFuture, ExecutionException, Executors, ThreadFactory, TimeoutException, TimeUnit}
-import java.util.function.Supplier
+import java.util.concurrent.{ExecutionException, Executors, Future, ThreadFactory, TimeoutException, TimeUnit}
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.rdd.RDD
@@ -41,9 +40,11 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
 
   @transient private lazy val rows: Array[InternalRow] = {
     val start = System.nanoTime()
-    val collect = CompletableFuture.supplyAsync(new Supplier[Array[InternalRow]] {
-      override def get(): Array[InternalRow] = child.executeCollect()
-    }, ValueSetWaitExec.waiters)
+    // In a thread of this rule's own, with the query's thread-local state (its execution and
+    // job tags), as Spark runs a subquery: a subquery of this rule's ([[ValueSetSubqueryExec]])
+    // runs its plan there, taking none of Spark's bounded subquery threads.
+    val collect: Future[Array[InternalRow]] =
+      SQLExecution.withThreadLocalCaptured(session, ValueSetWaitExec.waiters)(child.executeCollect())
     def ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)
     def fellBack(): Array[InternalRow] = {
       waited = Some((ms, true))

@@ -104,6 +104,26 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     f
   }
 
+  test("many value sets at once: none waits on a thread that another holds, none gives up") {
+    // Ten joins, each with a value set whose bounds read one merged aggregate, a subquery nested
+    // in theirs: more bounds than Spark's subquery threads (16), all started as the query is
+    // prepared. A bound that held one of those threads while its nested aggregate waited for
+    // another would leave every bound waiting until maxWait, and the threads taken for good.
+    withOrders() {
+      withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true",
+          HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_MAX_WAIT.key -> "600s") {
+        // On two keys, whose value sets' aggregates Spark merges into one nested subquery.
+        val q = (1 to 10).map(m => "SELECT count(*) AS n, sum(v) AS s FROM items JOIN orders " +
+          s"ON items.o = orders.id AND items.part = orders.p WHERE orders.month = $m")
+          .mkString(" UNION ALL ")
+        val waits = valueSetWaits(sql(q))
+        assert(waits.size > 16, waits.size)
+        assert(waits.forall(_.waited.exists(!_._2)), waits.map(_.waited))
+        checkSameAnswer(sql(q))
+      }
+    }
+  }
+
   private val monthQuery =
     "SELECT count(*), sum(v), count(o) FROM items JOIN orders ON items.o = orders.id " +
       "WHERE orders.month = 7"
