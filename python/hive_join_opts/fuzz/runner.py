@@ -114,9 +114,10 @@ PROFILES: dict[str, dict[str, str]] = {
 # Scans in no order on the key are told from the others (maxRowGroupOverlap 0.5), so that their
 # rows are filtered before the shuffle where the range rules them out. Adaptive execution as each
 # query draws it (off in a quarter of them), as value sets are planned and waited for otherwise
-# without it.
+# without it; broadcast joins too (in a third), whose value sets read the join's broadcast.
+_DRAWN_FOR_VALUE_SETS = ("spark.sql.adaptive.enabled", "spark.sql.autoBroadcastJoinThreshold")
 PROFILES["runtime-value-sets"] = {
-    **{k: v for k, v in PROFILES["crossed-rules"].items() if k != "spark.sql.adaptive.enabled"},
+    **{k: v for k, v in PROFILES["crossed-rules"].items() if k not in _DRAWN_FOR_VALUE_SETS},
     PREFIX + "mapJoinPruning.smallSide.maxBytes": "1b",
     PREFIX + "mapJoinPruning.bigSide.minBytes": "0",
     PREFIX + "mapJoinPruning.bigSide.maxRowGroupOverlap": "0.5",

@@ -274,8 +274,16 @@ object HiveJoinOptsConf {
     PREFIX + "mapJoinPruning.runtime.fromShuffle.enabled",
     "With adaptive execution and exchange reuse on, a run-time value set of a side that the " +
       "join shuffles is computed from that shuffle (rule RuntimeValueSetFromShuffle): the side " +
-      "is scanned once, for the join, and the value set reads its map output. When false, or " +
-      "where the side is broadcast, the value set scans the side a second time.",
+      "is scanned once, for the join, and the value set reads its map output. When false, the " +
+      "value set scans the side a second time.",
+    V020, default = true))
+
+  val MAP_JOIN_PRUNING_RUNTIME_FROM_BROADCAST_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "mapJoinPruning.runtime.fromBroadcast.enabled",
+    "With adaptive execution and exchange reuse on, a run-time value set of a side that a " +
+      "broadcast hash join builds is computed from the keys of that broadcast (rule " +
+      "RuntimeValueSetFromBroadcast): the side is scanned once, for the join. When false, the " +
+      "value set scans the side a second time.",
     V020, default = true))
 
   val MAP_JOIN_PRUNING_RUNTIME_MAX_IN_VALUES: Flag[Int] = flag(Flag.int(

@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, GroupByCastJoinKey, MergeSameKeyAggregates, PruneRepeatedInSubquery}
 import hivejoinopts.log.{DecisionsTable, ResolveDecisionsTable}
-import hivejoinopts.mapjoinpruning.{JoinKeyValuePushdown, RuntimeValueSetFromShuffle, RuntimeValueSetPushdown, RuntimeValueSetWait, RuntimeValueSetWaitColumnar}
+import hivejoinopts.mapjoinpruning.{JoinKeyValuePushdown, RuntimeValueSetFromBroadcast, RuntimeValueSetFromShuffle, RuntimeValueSetPushdown, RuntimeValueSetWait, RuntimeValueSetWaitColumnar}
 import hivejoinopts.skew.{ResolveSkewHint, SkewHintNames, SkewJoinSplit}
 import hivejoinopts.skew.runtime.{CountShuffledJoinKeys, SkewJoinRuntimeSplit}
 
@@ -123,9 +123,12 @@ object HiveJoinOptsExtension {
 
     // ---- map-join pruning, once the shuffles are final ----
     // With adaptive execution, after the join keys are counted, so that a join's shuffle is as
-    // its stage will be made: a run-time value set reads that shuffle of its side.
+    // its stage will be made: a run-time value set reads that shuffle of its side, or the
+    // broadcast of a broadcast join's side.
     ExtensionRule.atStart("RuntimeValueSetFromShuffle", "adaptive execution's rules")(
       _.injectQueryStagePrepRule(RuntimeValueSetFromShuffle(_))),
+    ExtensionRule.atStart("RuntimeValueSetFromBroadcast", "adaptive execution's rules")(
+      _.injectQueryStagePrepRule(RuntimeValueSetFromBroadcast(_))),
     // Once their subqueries are planned, and before Spark reuses them: a scan waits for its
     // run-time value set at most maxWait. With adaptive execution on each re-planned plan;
     // without, before the columnar transitions.

@@ -2,13 +2,11 @@ package hivejoinopts.mapjoinpruning
 
 import java.util.IdentityHashMap
 
-import scala.util.Try
-
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, Expression}
+import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
-import org.apache.spark.sql.execution.{BaseSubqueryExec, ProjectExec, ReusedSubqueryExec, ScalarSubquery, SortExec, SparkPlan, SubqueryExec}
+import org.apache.spark.sql.execution.{ProjectExec, SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.joins.ShuffledJoin
@@ -16,8 +14,6 @@ import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
-import hivejoinopts.plan.Candidates
-import hivejoinopts.rules.HiveJoinOptsPhysicalRule
 
 /**
  * Computes a run-time value set ([[RuntimeValueSetPushdown]]) from the shuffle its join makes
@@ -49,11 +45,13 @@ import hivejoinopts.rules.HiveJoinOptsPhysicalRule
  * whose key is not one of the join's keys on that side, or that reads other tables than the
  * side does. Without adaptive execution the rule does not run: the value set scans the side.
  */
-case class RuntimeValueSetFromShuffle(session: SparkSession) extends HiveJoinOptsPhysicalRule {
+case class RuntimeValueSetFromShuffle(session: SparkSession) extends JoinSideValueSetRule {
 
   override def family: Family = MapJoinPruning
 
   override def flag: Flag[Boolean] = HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_FROM_SHUFFLE_ENABLED
+
+  override protected def readThrough: String = "shuffle"
 
   override protected def rewrite(plan: SparkPlan): SparkPlan =
     if (!HiveJoinOptsConf.MAP_JOIN_PRUNING_RUNTIME_ENABLED(conf)) plan
@@ -62,57 +60,20 @@ case class RuntimeValueSetFromShuffle(session: SparkSession) extends HiveJoinOpt
         val sides = Seq(j.leftKeys, j.rightKeys).zipWithIndex
         val children = sides.foldLeft(j.children) { case (inputs, (keys, i)) =>
           val other = 1 - i
-          val read = shared(j, inputs(i), keys, inputs(other))
+          val shuffle = RuntimeValueSetFromShuffle.joinShuffle(inputs(i)).toRight(
+            "the join does not shuffle that side itself here (it is broadcast, already " +
+              "partitioned, or a stage that has run)")
+          val read = shared(j, inputs(i), keys, inputs(other), shuffle) { (e, source) =>
+            new RuntimeValueSetFromShuffle.Rewriter(inputs(i), keys, e, source)
+          }
           inputs.updated(other, read)
         }
         if (children.zip(j.children).forall(p => p._1 eq p._2)) j else j.withNewChildren(children)
     }
-
-  /**
-   * `sibling` with the value sets of `side`'s key (`keys`, the join's keys on that side) read
-   * from the join's shuffle of `side`, where they can be; decisions logged.
-   */
-  private def shared(j: ShuffledJoin, side: SparkPlan, keys: Seq[Expression], sibling: SparkPlan)
-      : SparkPlan = {
-    val reading = RuntimeValueSetFromShuffle.keyProjects(sibling)
-      .filter(RuntimeValueSetFromShuffle.reads(_, side, keys))
-    if (reading.isEmpty) return sibling
-    val candidate = Candidates.keysJoin(j)
-    val keyNames = reading.map(p => Try(p.projectList.head.sql).getOrElse(p.toString)).distinct
-      .mkString(", ")
-    def scannedAgain(why: String): SparkPlan = {
-      skipped(candidate, s"the value set of $keyNames scans its side again: $why")
-      sibling
-    }
-    val shuffle = RuntimeValueSetFromShuffle.joinShuffle(side)
-    val source = shuffle.flatMap(RuntimeValueSetFromShuffle.logicalSource)
-    (shuffle, source) match {
-      case _ if !conf.exchangeReuseEnabled =>
-        scannedAgain("spark.sql.exchange.reuse is false, so the join's shuffle would run twice")
-      case (None, _) =>
-        scannedAgain("the join does not shuffle that side itself here (it is broadcast, already " +
-          "partitioned, or a stage that has run)")
-      case (Some(e), _) if e.containsPattern(PLAN_EXPRESSION) =>
-        scannedAgain("the side's shuffle holds subqueries, which the query's later rules " +
-          "rewrite in its own copy only")
-      case (Some(_), None) =>
-        scannedAgain("the side's shuffle has no logical plan for adaptive execution to plan the " +
-          "value set from")
-      case (Some(e), Some(l)) =>
-        val read = new RuntimeValueSetFromShuffle.Rewriter(side, keys, e, l).inPlan(sibling)
-        if (read eq sibling) {
-          scannedAgain("its plan is not one this rule can point at the join's shuffle")
-        } else {
-          fired(candidate, s"the value set of $keyNames reads the join's shuffle of its side, " +
-            "which adaptive execution runs once for both: the side is scanned once",
-            "sideShuffle" -> Try(e.outputPartitioning.toString).getOrElse(e.nodeName))
-          read
-        }
-    }
-  }
 }
 
 object RuntimeValueSetFromShuffle {
+  import JoinSideValueSets.{isKeyProject, reads}
 
   /** The shuffle the join reads `input` through (below the sort of a sort-merge join). */
   private def joinShuffle(input: SparkPlan): Option[ShuffleExchangeExec] = input match {
@@ -120,15 +81,6 @@ object RuntimeValueSetFromShuffle {
     case e: ShuffleExchangeExec => Some(e)
     case _ => None
   }
-
-  /**
-   * The logical node adaptive execution links the shuffle's stage to: the shuffle's own, or that
-   * of the first node below it that has one.
-   */
-  private def logicalSource(shuffle: ShuffleExchangeExec): Option[LogicalPlan] =
-    shuffle.logicalLink.orElse(shuffle.collectFirst {
-      case p if p.logicalLink.isDefined => p.logicalLink.get
-    })
 
   /** `node` with `children` in place of its own, a copy even where they are equal to them. */
   private def withChildren(node: LogicalPlan, children: Seq[LogicalPlan]): LogicalPlan = {
@@ -142,81 +94,23 @@ object RuntimeValueSetFromShuffle {
   }
 
   /**
-   * The projections that give a value set's aggregate its key, in the subqueries of `plan` (and
-   * theirs, and the input plans of their adaptive plans).
-   */
-  private def keyProjects(plan: SparkPlan): Seq[ProjectExec] = plan.flatMap { node =>
-    (node match {
-      case p: ProjectExec if isKeyProject(p) => Seq(p)
-      case a: AdaptiveSparkPlanExec => keyProjects(a.inputPlan)
-      case _ => Nil
-    }) ++ node.expressions.flatMap(_.collect {
-      case s: ScalarSubquery => keyProjects(s.plan)
-    }).flatten
-  }
-
-  private def isKeyProject(p: ProjectExec): Boolean = p.projectList match {
-    case Seq(a: Alias) => RuntimeValueSetPushdown.isKey(a)
-    case _ => false
-  }
-
-  /**
-   * Whether a value set's key projection reads `side`: its key is one of the join's keys on
-   * that side, and each table it reads is one the side reads (the same attributes).
-   */
-  private def reads(p: ProjectExec, side: SparkPlan, keys: Seq[Expression]): Boolean = {
-    val key = p.projectList.head.asInstanceOf[Alias].child
-    def leaves(plan: SparkPlan) = plan.collectLeaves().map(_.output.map(_.exprId).toSet)
-    val sideLeaves = leaves(side)
-    keys.exists(_.semanticEquals(key)) && key.references.subsetOf(side.outputSet) &&
-      leaves(p.child).forall(l => sideLeaves.exists(s => s.exists(l.contains)))
-  }
-
-  /**
    * Rewrites the value sets of `side`'s key in a plan to read `shuffle`, the join's shuffle of
-   * `side`; a subquery is rewritten once, wherever it is used.
+   * `side`.
    *
    * A value set's aggregate is an adaptive plan of its own, which plans itself again from its
    * logical plan as its stages complete: that plan reads the join's own logical node of the
    * side (`source`, the shuffle stage's logical link), so that the shuffle's stage, once it
    * has run, takes that node's place there as it does in the query's plan.
    */
-  private class Rewriter(
-      side: SparkPlan, keys: Seq[Expression], shuffle: ShuffleExchangeExec, source: LogicalPlan) {
-    private val done = new IdentityHashMap[BaseSubqueryExec, BaseSubqueryExec]()
-
-    def inPlan(plan: SparkPlan): SparkPlan = plan.transformUp {
-      case a: AdaptiveSparkPlanExec =>
-        val input = readingShuffle(inPlan(a.inputPlan))
-        if (input eq a.inputPlan) a else a.copy(inputPlan = input)
-      case node if node.expressions.exists(_.containsPattern(PLAN_EXPRESSION)) =>
-        node.transformExpressionsWithPruning(_.containsPattern(PLAN_EXPRESSION)) {
-          case s: ScalarSubquery =>
-            val sub = inSubquery(s.plan)
-            if (sub eq s.plan) s else s.withNewPlan(sub)
-        }
-    }
-
-    private def inSubquery(sub: BaseSubqueryExec): BaseSubqueryExec = {
-      if (!done.containsKey(sub)) {
-        done.put(sub, sub match {
-          case s: SubqueryExec =>
-            val child = inPlan(s.child)
-            if (child eq s.child) s else s.withNewChildren(Seq(child)).asInstanceOf[BaseSubqueryExec]
-          case r: ReusedSubqueryExec =>
-            val child = inSubquery(r.child)
-            if (child eq r.child) r else ReusedSubqueryExec(child)
-          case other => other
-        })
-      }
-      done.get(sub)
-    }
+  private class Rewriter(side: SparkPlan, keys: Seq[Expression], shuffle: SparkPlan,
+      source: LogicalPlan) extends JoinSideValueSets.SubqueryRewriter {
 
     /**
      * An adaptive plan's input with its key projections reading the shuffle, and its logical
      * links to a logical plan that reads `source`; as it is where that cannot be done.
      */
-    private def readingShuffle(input: SparkPlan): SparkPlan = {
+    override protected def adaptiveInput(a: AdaptiveSparkPlanExec, input: SparkPlan)
+        : SparkPlan = {
       val projects = input.collect {
         case p: ProjectExec if isKeyProject(p) && !(p.child eq shuffle) && reads(p, side, keys) => p
       }
@@ -228,7 +122,7 @@ object RuntimeValueSetFromShuffle {
         case l: Project if ids.contains(l.projectList.map(_.exprId)) => l
       })
       if (projects.isEmpty || logicalProjects.size != ids.size ||
-          !projects.forall(_.projectList.head.references.subsetOf(source.outputSet))) {
+          !projects.forall(_.references.subsetOf(source.outputSet))) {
         return input
       }
       // Copied even where equal: the plan must hold `source` itself, which adaptive execution

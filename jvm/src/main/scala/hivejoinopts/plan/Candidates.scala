@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.plans.JoinType
 import org.apache.spark.sql.catalyst.plans.logical.{Join, LocalRelation, LogicalPlan, SubqueryAlias}
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
-import org.apache.spark.sql.execution.joins.ShuffledJoin
+import org.apache.spark.sql.execution.joins.BaseJoinExec
 
 /** Short, readable names for the candidates a rule writes into the decision log. */
 object Candidates {
@@ -26,7 +26,7 @@ object Candidates {
    * stages it reads, say) after the join type. An expression without SQL text (a physical
    * subquery) is shown as Spark prints it.
    */
-  def keysJoin(j: ShuffledJoin, inputs: String = ""): String = {
+  def keysJoin(j: BaseJoinExec, inputs: String = ""): String = {
     def text(e: Expression) = Try(e.sql).getOrElse(e.toString)
     val on = j.leftKeys.zip(j.rightKeys).map { case (l, r) => s"${text(l)} = ${text(r)}" }
     val of = if (inputs.isEmpty) "" else s" of $inputs"
