@@ -1,9 +1,11 @@
 package hivejoinopts.mapjoinpruning
 
+import java.util.concurrent.{ExecutionException, Future}
+
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.Attribute
-import org.apache.spark.sql.execution.{BaseSubqueryExec, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.{BaseSubqueryExec, SparkPlan, SQLExecution, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 
 /**
@@ -15,7 +17,8 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
  * side). With more bounds in flight than the pool's threads, each bound would hold a thread while
  * its nested aggregate waited for one: every bound would then wait until maxWait, and the
  * threads would stay taken for good, so that every later subquery of the session waited too.
- * Nothing starts as the plan is prepared: the wait starts the plan once, when first collected.
+ * As Spark's does, it starts as it is prepared (with the preparing thread's execution and job
+ * tags), so that the bounds of a plan's scans all run at once.
  */
 case class ValueSetSubqueryExec(name: String, child: SparkPlan, maxNumRows: Option[Int])
   extends BaseSubqueryExec with UnaryExecNode {
@@ -25,14 +28,18 @@ case class ValueSetSubqueryExec(name: String, child: SparkPlan, maxNumRows: Opti
   override lazy val metrics: Map[String, SQLMetric] = Map(
     "collectTime" -> SQLMetrics.createTimingMetric(sparkContext, "time to collect"))
 
-  @transient private lazy val rows: Array[InternalRow] = {
-    val start = System.nanoTime()
-    val collected = maxNumRows.map(child.executeTake).getOrElse(child.executeCollect())
-    longMetric("collectTime") += (System.nanoTime() - start) / 1000000
-    collected
-  }
+  @transient private lazy val rows: Future[Array[InternalRow]] =
+    SQLExecution.withThreadLocalCaptured(session, ValueSetWaitExec.threads) {
+      val start = System.nanoTime()
+      val collected = maxNumRows.map(child.executeTake).getOrElse(child.executeCollect())
+      longMetric("collectTime") += (System.nanoTime() - start) / 1000000
+      collected
+    }
 
-  override def executeCollect(): Array[InternalRow] = rows
+  protected override def doPrepare(): Unit = rows
+
+  override def executeCollect(): Array[InternalRow] =
+    try rows.get() catch { case e: ExecutionException => throw e.getCause }
 
   protected override def doExecute(): RDD[InternalRow] = child.execute()
 

@@ -41,10 +41,10 @@ case class ValueSetWaitExec(child: BaseSubqueryExec, maxWaitMs: Long, fallback: 
   @transient private lazy val rows: Array[InternalRow] = {
     val start = System.nanoTime()
     // In a thread of this rule's own, with the query's thread-local state (its execution and
-    // job tags), as Spark runs a subquery: a subquery of this rule's ([[ValueSetSubqueryExec]])
-    // runs its plan there, taking none of Spark's bounded subquery threads.
+    // job tags), as Spark runs a subquery; a subquery of this rule's ([[ValueSetSubqueryExec]])
+    // runs in another of them, so the bounds take none of Spark's bounded subquery threads.
     val collect: Future[Array[InternalRow]] =
-      SQLExecution.withThreadLocalCaptured(session, ValueSetWaitExec.waiters)(child.executeCollect())
+      SQLExecution.withThreadLocalCaptured(session, ValueSetWaitExec.threads)(child.executeCollect())
     def ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)
     def fellBack(): Array[InternalRow] = {
       waited = Some((ms, true))
@@ -245,8 +245,11 @@ final class WaitDeadline(maxWaitMs: Long) extends Serializable {
 
 object ValueSetWaitExec {
 
-  /** Threads that only wait for a subquery's own thread; daemon, so none keeps a JVM alive. */
-  private lazy val waiters = Executors.newCachedThreadPool(new ThreadFactory {
+  /**
+   * The threads that wait for the bounds, and that run the plans of this rule's subqueries
+   * ([[ValueSetSubqueryExec]]); as many as are asked for, daemon, so none keeps a JVM alive.
+   */
+  private[mapjoinpruning] lazy val threads = Executors.newCachedThreadPool(new ThreadFactory {
     override def newThread(r: Runnable): Thread = {
       val t = new Thread(r, "hive-join-opts-value-set-wait")
       t.setDaemon(true)
