@@ -69,6 +69,14 @@ trait MapJoinPruningSuiteBase extends ParquetTables {
     found.head
   }
 
+  /** The scans of the table under `name` that read rows as `plan` ran, each counted once. */
+  protected def scansThatRead(plan: SparkPlan, name: String): Int = {
+    val seen = new java.util.IdentityHashMap[FileSourceScanExec, Unit]()
+    fileScans(plan).filter(_.relation.location.rootPaths.exists(_.getName == name))
+      .filter(rowsRead(_) > 0).foreach(seen.put(_, ()))
+    seen.size
+  }
+
   protected def pushed(scan: FileSourceScanExec): String = scan.metadata("PushedFilters")
 
   protected def rowsRead(scan: FileSourceScanExec): Long = scan.metrics("numOutputRows").value

@@ -1,9 +1,7 @@
 package hivejoinopts.mapjoinpruning
 
-import java.util.IdentityHashMap
-
 import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
+import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.hivejoinopts.BroadcastJoinKeysExec
 import org.apache.spark.sql.execution.joins.BroadcastHashJoinExec
 import org.apache.spark.sql.internal.SQLConf
@@ -47,13 +45,7 @@ class RuntimeValueSetFromBroadcastSuite extends MapJoinPruningSuiteBase {
   private def decisions(df: DataFrame): Seq[Decision] =
     decisionsOf(df).filter(_.rule == "RuntimeValueSetFromBroadcast")
 
-  /** The scans of the orders that read rows as `plan` ran, each counted once. */
-  private def ordersScansThatRead(plan: SparkPlan): Int = {
-    val seen = new IdentityHashMap[FileSourceScanExec, Unit]()
-    fileScans(plan).filter(_.relation.location.rootPaths.exists(_.getName == "orders"))
-      .filter(rowsRead(_) > 0).foreach(seen.put(_, ()))
-    seen.size
-  }
+  private def ordersScansThatRead(plan: SparkPlan): Int = scansThatRead(plan, "orders")
 
   /**
    * Runs `q` off and on, and on without this rule: the same rows each time; the join a
