@@ -180,18 +180,17 @@ def _register_orc(spark, folder: Path) -> None:
 OLTP_EXPORT_ORC = Dataset("runtime_value_sets_orc", _write_orc, _register_orc)
 
 
-def _conf(scale: float, broadcast_mb: int = 10) -> dict[str, str]:
+def _conf(scale: float, broadcasts: bool = True) -> dict[str, str]:
     """Scans planned as a 64-slot cluster would; the size thresholds (Spark's broadcast, the rule's
     smallSide.maxBytes and bigSide.minBytes) at their defaults at scale 1 and scaled with the
     data below it, so that a smaller run keeps the plans of scale 1: the filtered side too big
-    to broadcast (at Spark's 10 MB) or to evaluate while planning, the pruned scan big enough to
-    prune."""
+    to broadcast or to evaluate while planning, the pruned scan big enough to prune."""
     s = min(scale, 1.0)
     conf = {"spark.sql.leafNodeDefaultParallelism": "64", TASK_SLOTS_KEY: "64",
             SMALL_SIDE_MAX_BYTES: str(int(default_bytes(SMALL_SIDE_MAX_BYTES) * s)),
             BIG_SIDE_MIN_BYTES: str(int(default_bytes(BIG_SIDE_MIN_BYTES) * s))}
-    # Without broadcasts (0) Spark's dynamic partition pruning has no broadcast to reuse.
-    conf[BROADCAST] = str(int(broadcast_mb * MB * s)) if broadcast_mb else "-1"
+    # Without broadcasts Spark's dynamic partition pruning has no broadcast to reuse.
+    conf[BROADCAST] = str(int(10 * MB * s)) if broadcasts else "-1"
     return conf
 
 
@@ -214,14 +213,14 @@ def _month_revenue(lineitem: str) -> str:
 
 
 def _scenario(name: str, title: str, sql: str, row_groups: RowGroupSpec | None, *,
-              broadcast_mb: int = 10, dataset: Dataset = OLTP_EXPORT, **more) -> Scenario:
+              broadcasts: bool = True, dataset: Dataset = OLTP_EXPORT, **more) -> Scenario:
     return Scenario(
         name=f"runtime_value_set_pushdown_{name}",
         family="mapJoinPruning",
         title=title,
         dataset=dataset,
         sql=sql,
-        scaled_conf=lambda scale: _conf(scale, broadcast_mb),
+        scaled_conf=lambda scale: _conf(scale, broadcasts),
         row_groups=row_groups,
         raised_bloom_filter_run=True,
         **more,
@@ -262,7 +261,7 @@ SCENARIOS = (
         f"WHERE {WEEK} GROUP BY d_region ORDER BY d_region",
         RowGroupSpec(column="e_day",
                      keys_sql=f"SELECT DISTINCT d_day FROM days_big WHERE {WEEK}"),
-        broadcast_mb=0,
+        broadcasts=False,
     ),
     _scenario(
         "p4_semi_join",
@@ -348,13 +347,12 @@ SCENARIOS = (
     ),
     _scenario(
         "p11_broadcast",
-        "p1 with Spark's broadcast threshold raised to 100 MB, as a user tunes it: the month of "
-        "orders is broadcast, and its value set reads the keys of the join's own broadcast "
-        "(`RuntimeValueSetFromBroadcast`) instead of scanning the orders again; it prunes the "
-        "line items' scan, the broadcast join's streamed side, which Spark's bloom filter, "
-        "planned for shuffled sides, does not reach",
-        _month_revenue("lineitem_clustered"),
+        "p1 with the month of orders broadcast by a `BROADCAST(orders)` hint: its value set reads "
+        "the keys of the join's own broadcast (`RuntimeValueSetFromBroadcast`) instead of "
+        "scanning the orders again, and prunes the line items' scan, the broadcast join's "
+        "streamed side, which Spark's bloom filter, planned for shuffled sides, does not reach",
+        _month_revenue("lineitem_clustered").replace("SELECT ", "SELECT /*+ BROADCAST(orders) */ ",
+                                                      1),
         MONTH_KEYS,
-        broadcast_mb=100,
     ),
 )

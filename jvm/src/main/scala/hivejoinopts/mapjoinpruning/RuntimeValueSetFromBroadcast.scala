@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.plans.physical.BroadcastPartitioning
 import org.apache.spark.sql.catalyst.trees.TreePattern.PLAN_EXPRESSION
 import org.apache.spark.sql.execution.{ProjectExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, BroadcastQueryStageExec}
-import org.apache.spark.sql.execution.exchange.BroadcastExchangeExec
+import org.apache.spark.sql.execution.exchange.{BroadcastExchangeExec, ReusedExchangeExec}
 import org.apache.spark.sql.execution.hivejoinopts.BroadcastJoinKeysExec
 import org.apache.spark.sql.execution.joins.{BroadcastHashJoinExec, HashedRelationBroadcastMode, HashJoin}
 import org.apache.spark.sql.hivejoinopts.Flag
@@ -37,7 +37,7 @@ import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
  * [[RuntimeValueSetFromShuffle]], and the streamed side's scan, which runs after the broadcast
  * anyway, waits only for the keys to be read from it. A query stage preparation rule: it sees
  * each plan adaptive execution makes, the first (the broadcast an exchange) and those after
- * the broadcast's stage has run (a stage, read as it is).
+ * the broadcast's stage has run (the exchange that stage ran, found again in the stage cache).
  *
  * '''When it must not fire''' (each is a skipped decision): exchange reuse off (the broadcast
  * would run twice); a `NOT IN` join (null-aware: its relation may hold no keys to read); a
@@ -81,23 +81,37 @@ object RuntimeValueSetFromBroadcast {
    * keys `buildKeys` that the value set can read; why not, where it is not.
    */
   private def hashedBroadcast(build: SparkPlan, buildKeys: Seq[Expression])
-      : Either[String, SparkPlan] = (build, build.outputPartitioning) match {
+      : Either[String, BroadcastExchangeExec] = (exchange(build), build.outputPartitioning) match {
     case (_, BroadcastPartitioning(HashedRelationBroadcastMode(_, true))) =>
       Left("the join is a NOT IN, whose broadcast may hold no keys to read")
-    case (_: BroadcastExchangeExec | _: BroadcastQueryStageExec,
-        BroadcastPartitioning(HashedRelationBroadcastMode(modeKeys, _))) =>
+    case (Some(e), BroadcastPartitioning(HashedRelationBroadcastMode(modeKeys, _))) =>
       val joinKeys = BindReferences.bindReferences(HashJoin.rewriteKeyExpr(buildKeys), build.output)
-      if (modeKeys.map(_.canonicalized) == joinKeys.map(_.canonicalized)) Right(build)
+      if (modeKeys.map(_.canonicalized) == joinKeys.map(_.canonicalized)) Right(e)
       else Left("the broadcast's keys are not the join's as the join binds them")
     case _ =>
       Left("the join does not broadcast that side itself here")
   }
 
   /**
+   * The broadcast exchange of a build side: the side itself, or the exchange its stage ran
+   * (the stage is not read as it is: adaptive execution takes a broadcast stage only under a
+   * broadcast join). Its output is the side's, position by position.
+   */
+  private def exchange(build: SparkPlan): Option[BroadcastExchangeExec] = build match {
+    case e: BroadcastExchangeExec => Some(e)
+    case s: BroadcastQueryStageExec => s.plan match {
+      case e: BroadcastExchangeExec => Some(e)
+      case r: ReusedExchangeExec => Some(r.child).collect { case e: BroadcastExchangeExec => e }
+      case _ => None
+    }
+    case _ => None
+  }
+
+  /**
    * Rewrites the value sets of `side`'s key in a plan to read the keys of `broadcast`, the
-   * join's broadcast of `side` (an exchange, or its stage once made): the projection of the
-   * key (or of several, merged) becomes a [[BroadcastJoinKeysExec]] over an adaptive plan of
-   * that broadcast, which adaptive execution's stage cache makes the join's own stage.
+   * join's broadcast exchange of `side`: the projection of the key (or of several, merged)
+   * becomes a [[BroadcastJoinKeysExec]] over an adaptive plan of a copy of that exchange, which
+   * adaptive execution's stage cache makes the join's own stage.
    *
    * The adaptive plan is a leaf of the value set's, so the value set's plan has no stage below
    * its aggregate's shuffle, and once that shuffle's stage has run, nothing below it is
@@ -108,14 +122,12 @@ object RuntimeValueSetFromBroadcast {
 
     override protected def adaptiveInput(a: AdaptiveSparkPlanExec, input: SparkPlan)
         : SparkPlan = {
-      // An exchange is copied and linked to the side's logical node, which the adaptive plan
-      // plans from (the copy is the join's by the stage cache); a stage is read as it is.
-      lazy val read = a.copy(inputPlan = broadcast match {
-        case e: BroadcastExchangeExec =>
-          val copy = e.copy()
-          copy.setTagValue(SparkPlan.LOGICAL_PLAN_TAG, source)
-          copy
-        case stage => stage
+      // The exchange copied and linked to the side's logical node, which the adaptive plan
+      // plans from; the copy is the join's by the stage cache.
+      lazy val read = a.copy(inputPlan = {
+        val copy = broadcast.asInstanceOf[BroadcastExchangeExec].copy()
+        copy.setTagValue(SparkPlan.LOGICAL_PLAN_TAG, source)
+        copy
       })
       input.transformUp {
         case p: ProjectExec if isKeyProject(p) && reads(p, side, keys) =>

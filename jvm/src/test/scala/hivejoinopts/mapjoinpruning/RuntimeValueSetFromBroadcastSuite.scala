@@ -6,7 +6,7 @@ import org.apache.spark.sql.execution.hivejoinopts.BroadcastJoinKeysExec
 import org.apache.spark.sql.execution.joins.BroadcastHashJoinExec
 import org.apache.spark.sql.internal.SQLConf
 
-import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.{HiveJoinOpts, HiveJoinOptsConf}
 import hivejoinopts.log.Decision
 
 /**
@@ -66,6 +66,10 @@ class RuntimeValueSetFromBroadcastSuite extends MapJoinPruningSuiteBase {
     val fired = decisions(sql(q))
     assert(fired.nonEmpty && fired.forall(_.fired), fired)
     assert(fired.head.reason.contains("the side is scanned once"), fired)
+    // Also in the plans made once the broadcast's stage has run.
+    val ran = HiveJoinOpts.explain(sql(q), execute = true).decisions
+      .filter(_.rule == "RuntimeValueSetFromBroadcast")
+    assert(ran.nonEmpty && ran.forall(_.fired), ran)
     assert(withConf(FromBroadcast -> "false")(decisions(sql(q))).isEmpty)
   }
 
@@ -75,6 +79,9 @@ class RuntimeValueSetFromBroadcastSuite extends MapJoinPruningSuiteBase {
   test("a month of orders: its value set reads the keys of the join's broadcast, so the " +
       "orders are scanned once") {
     assertScannedOnce(month)
+    // The join in a stage of its own, planned again once the broadcast's stage has run.
+    assertScannedOnce("SELECT prio, count(*), sum(v) FROM items JOIN orders ON items.o = " +
+      "orders.id WHERE orders.month = 7 GROUP BY prio ORDER BY prio")
   }
 
   test("the value set's plan reads the keys of the join's own broadcast stage") {
