@@ -267,7 +267,8 @@ object HiveJoinOptsConf {
     PREFIX + "mapJoinPruning.runtime.maxWait",
     "How long a scan waits for its run-time value set before it starts without it, reading " +
       "as if the range held every key (same rows, nothing skipped), and cancels the value " +
-      "set's jobs. For keys of integer, decimal, date and string types.",
+      "set's jobs where no other part of the query shares them (the decision log says which). " +
+      "For keys of integer, decimal, date and string types.",
     V020, default = "30s", _ > 0, "Must be a positive duration."))
 
   val MAP_JOIN_PRUNING_RUNTIME_FROM_SHUFFLE_ENABLED: Flag[Boolean] = flag(Flag.boolean(
