@@ -134,6 +134,16 @@ private[mapjoinpruning] final class PruningSides(
     .map(s => Try(s.stats.sizeInBytes).getOrElse(BigInt(0))).sum
 
   /**
+   * Why evaluating `small` while planning found it over `smallSide.maxRows` or
+   * `smallSide.maxBytes`, where this query or an earlier one evaluated it: Spark's estimate
+   * said small, its rows did not ([[SmallSideCache]] keeps only such refusals, not timeouts or
+   * failures).
+   */
+  def evaluatedOverLimits(small: LogicalPlan): Option[String] =
+    SmallSideCache.key(session, small, maxRows, maxBytes).flatMap(SmallSideCache.get)
+      .flatMap(_.left.toOption)
+
+  /**
    * Why `small` is too big to evaluate while planning (over `smallSide.maxBytes` or
    * `smallSide.maxRows` by Spark's estimate or its footers), if it is.
    */

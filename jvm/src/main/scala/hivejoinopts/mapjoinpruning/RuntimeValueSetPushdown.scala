@@ -64,9 +64,10 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * right side of an anti join, which is only looked up (new rows anti-joined to a table of the
  * earlier ones, written in id order, read only the new ids' range of it). Subqueries are still
  * expressions when the rule runs; they are taken as the joins Spark makes of them: `k IN (SELECT
- * ...)` prunes the filtered side by the subquery's values or, where that does not pay, the
- * subquery by the filtered rows' keys; `[NOT] EXISTS` correlated on `=` prunes the subquery,
- * also under `OR`, `NOT` or `CASE` (Spark's existence join only looks its right side up):
+ * ...)` and an `EXISTS` correlated on `=` prune the filtered side by the subquery's values or,
+ * where that does not pay, the subquery by the filtered rows' keys; `NOT EXISTS`, and `EXISTS`
+ * under `OR`, `NOT` or `CASE`, prune the subquery (Spark's existence join only looks its right
+ * side up):
  * {{{
  *   Filter (month = 7 AND exists#1 [id])        Filter (month = 7 AND exists#1 [id])
  *   :  +- Filter (o = outer(id))           ->   :  +- Filter (o = outer(id))
@@ -109,8 +110,9 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *    anti join; a key joined with `<=>`; a key that does not reach a Parquet or ORC data column
  *    or a partition column as it is; a floating-point key; an ORC string column (ORC orders its
  *    statistics otherwise);
- *  - the other side is small enough for [[JoinKeyValuePushdown]] (it evaluates it while planning),
- *    or is not deterministic, a stream, correlated or a CTE reference, or holds what the
+ *  - the other side is small enough for [[JoinKeyValuePushdown]] (it evaluates it while planning;
+ *    a side its evaluation found over `smallSide.maxRows` or `maxBytes` is taken here), or is
+ *    not deterministic, a stream, correlated or a CTE reference, or holds what the
  *    subquery's plan, planned without Spark's later optimizer batches, could compute otherwise
  *    ([[RuntimeValueSetSide]]: an aggregate or a window below a join, a join on floating-point
  *    keys; one on top gives the keys of its input, filters above it dropped); or what
@@ -191,10 +193,11 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
 
     /**
      * A filter's subqueries, which Spark makes semi, anti and existence joins after the rules
-     * run: an uncorrelated `k IN (SELECT ...)` prunes the filter's child the same way; where it
-     * does not, and for `EXISTS` on `=` keys wherever it sits in the condition, the outer rows
-     * prune the subquery's scans (a row there that no outer row matches decides nothing). `NOT
-     * IN`, and an `IN` under `OR` or `NOT`, are left alone: their NULLs decide.
+     * run: an uncorrelated `k IN (SELECT ...)`, or an `EXISTS` on `=` keys, prunes the filter's
+     * child the same way; where it does not, and for `[NOT] EXISTS` on `=` keys wherever it sits
+     * in the condition, the outer rows prune the subquery's scans (a row there that no outer
+     * row matches decides nothing). `NOT IN`, and an `IN` under `OR` or `NOT`, are left alone:
+     * their NULLs decide.
      */
     private def considerSubqueries(f: Filter): LogicalPlan = {
       val conjuncts = splitConjunctivePredicates(f.condition)
@@ -216,8 +219,12 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
             if (sub eq query.plan) in else in.copy(query = query.withNewPlan(sub))
           }
         case e: Exists =>
-          val sub = subqueryPruned("EXISTS", e, e.plan, e.joinCond, Nil, outer, LeftSemi)
-          if (sub eq e.plan) e else e.withNewPlan(sub)
+          val prunedChild = prunedByExists(e, child)
+          prunedChild.foreach(child = _)
+          if (prunedChild.isDefined) e else {
+            val sub = subqueryPruned("EXISTS", e, e.plan, e.joinCond, Nil, outer, LeftSemi)
+            if (sub eq e.plan) e else e.withNewPlan(sub)
+          }
         case not @ Not(e: Exists) =>
           val sub = subqueryPruned("NOT EXISTS", not, e.plan, e.joinCond, Nil, outer, LeftAnti)
           if (sub eq e.plan) not else Not(e.withNewPlan(sub))
@@ -234,19 +241,50 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
     }
 
     /** The filter's child pruned by an uncorrelated `k IN (SELECT ...)`'s values, if it pays. */
-    private def prunedByInSubquery(in: InSubquery, child: LogicalPlan): Option[LogicalPlan] = {
-      val candidate = s"IN subquery ${Candidates.tables(child)} x " +
-        s"${Candidates.tables(in.query.plan)} on ${Candidates.abbreviate(in.sql)}"
-      val broadcast = Try(in.query.plan.stats.sizeInBytes)
+    private def prunedByInSubquery(in: InSubquery, child: LogicalPlan): Option[LogicalPlan] =
+      prunedBySubquery("IN", in, in.query.plan,
+        in.values.zip(in.query.plan.output.take(in.values.size)), child,
+        planningTimeTakesSmallSide = true)
+
+    /**
+     * The filter's child pruned by the values of an `EXISTS` (a top-level conjunct) on its `=`
+     * keys, if it pays: Spark makes it a semi join, whose left rows that match nothing are
+     * dropped, whatever else its correlation compares. The planning-time rule does not evaluate
+     * an `EXISTS`, so a small subquery is taken here too.
+     */
+    private def prunedByExists(e: Exists, child: LogicalPlan): Option[LogicalPlan] = {
+      val keys = JoinKeys.equalities(e.joinCond, child, e.plan)
+      if (keys.isEmpty || stillCorrelated(e.plan)) None
+      else prunedBySubquery("EXISTS", e, e.plan, keys, child, planningTimeTakesSmallSide = false)
+    }
+
+    /**
+     * `child` pruned by the values of `sub` on `keys` (child's, sub's), the right side of the semi
+     * join Spark makes of `conjunct`, if it pays.
+     */
+    private def prunedBySubquery(
+        kind: String,
+        conjunct: Expression,
+        sub: LogicalPlan,
+        keys: Seq[(Expression, Expression)],
+        child: LogicalPlan,
+        planningTimeTakesSmallSide: Boolean): Option[LogicalPlan] = {
+      val candidate = s"$kind subquery ${Candidates.tables(child)} x " +
+        s"${Candidates.tables(sub)} on ${Candidates.abbreviate(conjunct.sql)}"
+      val broadcast = Try(sub.stats.sizeInBytes)
         .toOption.exists(_ <= conf.autoBroadcastJoinThreshold)
-      // Spark's semi join of the IN prunes its left side, the filtered one.
-      plan("filtered", child, in.query.plan,
-          in.values.zip(in.query.plan.output.take(in.values.size)),
-          sparkPrunesPartitions(prunable = true, broadcast), rowsShuffled = !broadcast) match {
+      // Spark's semi join prunes its left side, the filtered one.
+      plan("filtered", child, sub, keys, sparkPrunesPartitions(prunable = true, broadcast),
+          rowsShuffled = !broadcast, planningTimeTakesSmallSide) match {
         case Left(why) => skipped(candidate, why); None
         case Right(p) => Some(applied(candidate, p))
       }
     }
+
+    /** Whether a subquery's plan still refers to the outer query: it cannot run alone. */
+    private def stillCorrelated(sub: LogicalPlan): Boolean =
+      sub.exists(p => p.nodeName == "DomainJoin" ||
+        p.expressions.exists(_.containsPattern(OUTER_REFERENCE)))
 
     /**
      * A subquery's plan pruned by the outer rows' values on its `=` keys (`keys` and the
@@ -272,8 +310,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
           skipped(candidate, "subquery side: no `=` between the subquery and the outer query")
         }
         sub
-      } else if (sub.exists(p => p.nodeName == "DomainJoin" ||
-          p.expressions.exists(_.containsPattern(OUTER_REFERENCE)))) {
+      } else if (stillCorrelated(sub)) {
         skipped(candidate, "subquery side: its plan still refers to the outer query")
         sub
       } else {
@@ -286,10 +323,15 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       }
     }
 
-    /** Decided by [[JoinKeyValuePushdown]], which evaluated the side while planning. */
+    /**
+     * Decided by [[JoinKeyValuePushdown]], which evaluated the side while planning: it pushed
+     * the side's values, or declined for another reason than the side's size. A side it found
+     * over `smallSide.maxRows` or `maxBytes` (estimated small, evaluated big) is this rule's.
+     */
     private def evaluatedWhilePlanning(p: LogicalPlan): Boolean =
-      p.getTagValue(JoinKeyValuePushdown.Evaluated).isDefined ||
-        p.children.exists(_.getTagValue(JoinKeyValuePushdown.EvaluatedSide).isDefined)
+      p.children.exists(_.getTagValue(JoinKeyValuePushdown.EvaluatedSide).isDefined) ||
+        (p.getTagValue(JoinKeyValuePushdown.Evaluated).isDefined &&
+          !p.children.exists(sides.evaluatedOverLimits(_).isDefined))
 
     /**
      * The range filters for `big` from `small`'s run-time values, or why there are none.
@@ -323,7 +365,8 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       lazy val smallBytes = Try(RuntimeValueSetSide.readBytes(valueSetSide.toOption.get.plan))
         .getOrElse(BigInt(0))
       def why(s: String): Either[String, RuntimePlan] = Left(s"$sideName side: $s")
-      if (planningTimeTakesSmallSide && sides.tooBigToEvaluate(small).isEmpty) {
+      if (planningTimeTakesSmallSide && sides.tooBigToEvaluate(small).isEmpty &&
+          sides.evaluatedOverLimits(small).isEmpty) {
         why("the other side is small enough for JoinKeyValuePushdown to evaluate while planning")
       } else if (unsuitable.isDefined) {
         why(s"the other side ${unsuitable.get}")

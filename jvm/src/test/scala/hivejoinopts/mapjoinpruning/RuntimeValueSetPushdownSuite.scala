@@ -952,6 +952,58 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     }
   }
 
+  test("a side estimated small but evaluated over smallSide.maxRows gets a run-time value set") {
+    withOrders() {
+      // Spark estimates the month at a few kilobytes; its 1,000 rows are over 500.
+      withSQLConf(HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_BYTES.key -> "10m",
+          HiveJoinOptsConf.MAP_JOIN_PRUNING_SMALL_SIDE_MAX_ROWS.key -> "500") {
+        for (q <- Seq(monthQuery, "SELECT count(*), sum(v) FROM items WHERE o IN " +
+            "(SELECT id FROM orders WHERE month = 7)")) {
+          val planning = decisionsOf(sql(q)).filter(_.rule == Rule)
+          assert(planning.nonEmpty && planning.forall(d => !d.fired &&
+            d.reason.contains("more than 500 rows (maxRows)")), planning)
+          val (off, on) = offAndOn(sql(q))
+          assert(rowsRead(itemsScan(off)) == items, q)
+          assert(rowsRead(itemsScan(on)) < items / 5, s"$q: ${runtimeDecisions(sql(q))}")
+          assert(runtimeDecisions(sql(q)).exists(_.fired), runtimeDecisions(sql(q)))
+        }
+      }
+    }
+  }
+
+  /** The items of the month's orders through `EXISTS`, which Spark makes a semi join. */
+  private val itemsOfMonthByExists = Seq(
+    "SELECT count(*), sum(v) FROM items WHERE EXISTS " +
+      "(SELECT 1 FROM orders WHERE orders.id = items.o AND month = 7)",
+    // A further correlated comparison only restricts the matches.
+    "SELECT count(*), sum(v) FROM items WHERE v % 2 = 0 AND EXISTS " +
+      "(SELECT 1 FROM orders WHERE orders.id = items.o AND month = 7 AND orders.prio <= v % 13)")
+
+  /** Lookups whose items without a match are kept: `NOT EXISTS`, an `EXISTS` under `OR`. */
+  private val itemsKeptByExists = Seq(
+    "SELECT count(*), sum(v) FROM items WHERE NOT EXISTS " +
+      "(SELECT 1 FROM orders WHERE orders.id = items.o AND month = 7)",
+    "SELECT count(*), sum(v) FROM items WHERE v < 100 OR EXISTS " +
+      "(SELECT 1 FROM orders WHERE orders.id = items.o AND month = 7)")
+
+  test("an EXISTS prunes its outer side by the subquery's values, as an IN does") {
+    withOrders(nullKeys = true) {
+      for (q <- itemsOfMonthByExists; adaptive <- Seq("true", "false")) {
+        withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive) {
+          val (off, on) = offAndOn(sql(q))
+          assert(rowsRead(itemsScan(off)) == items, q)
+          assert(rowsRead(itemsScan(on)) < items / 5, s"$q: ${runtimeDecisions(sql(q))}")
+          assert(runtimeDecisions(sql(q)).exists(d => d.fired &&
+            d.reason.contains("filtered side")), runtimeDecisions(sql(q)))
+        }
+      }
+      for (q <- itemsKeptByExists) {
+        val (_, on) = offAndOn(sql(q))
+        assert(rowsRead(itemsScan(on)) == items, q)
+      }
+    }
+  }
+
   test("a partition column: partitions pruned as the scan starts, on every Spark line") {
     withOrders(partitioned = true) {
       val q = "SELECT count(*), sum(v) FROM items JOIN orders ON part = orders.p WHERE month = 7"
