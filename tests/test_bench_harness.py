@@ -424,7 +424,7 @@ def test_the_run_time_value_set_scenarios_run_the_raised_bloom_filter_and_count_
     from hive_join_opts.bench.scenarios import SCENARIOS
 
     with_bloom = [s for s in SCENARIOS if s.raised_bloom_filter_run]
-    assert with_bloom == list(VALUE_SETS) and len(with_bloom) == 11
+    assert with_bloom == list(VALUE_SETS) and len(with_bloom) == 12
     for s in with_bloom:
         assert s.name.startswith("runtime_value_set_pushdown_")
         # Row groups are counted from Parquet footers: the ORC scenario has none to count.

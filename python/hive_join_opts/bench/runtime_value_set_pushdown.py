@@ -355,4 +355,13 @@ SCENARIOS = (
                                                       1),
         MONTH_KEYS,
     ),
+    _scenario(
+        "p12_exists_outer",
+        "the line items of the month's orders as `WHERE EXISTS (SELECT 1 FROM orders WHERE "
+        "o_orderkey = l_orderkey AND <month>)`, a semi join once Spark rewrites it: the "
+        "subquery's min/max order id prunes the outer line items' scan, as p1's join does",
+        "SELECT count(*) AS items, sum(l_extendedprice) AS revenue FROM lineitem_clustered "
+        f"WHERE EXISTS (SELECT 1 FROM orders WHERE o_orderkey = l_orderkey AND {MONTH})",
+        MONTH_KEYS,
+    ),
 )

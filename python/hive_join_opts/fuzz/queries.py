@@ -653,8 +653,9 @@ class QueryGenerator:
 
     def fact_with_small_side(self) -> Query:
         """JoinKeyValuePushdown: a fact joined with a small, filtered side on a key (the
-        partitioned table on its partition column among them), or looked up by it (the fact on
-        the right of a semi or anti join, or in its EXISTS, NOT EXISTS or IN subquery)."""
+        partitioned table on its partition column among them), or filtered by an EXISTS on it,
+        or looked up by it (the fact on the right of a semi or anti join, or in its EXISTS, NOT
+        EXISTS or IN subquery)."""
         r = self.rnd
         big = self.table_relation(r.choice(self.world.facts()))
         t = r.choice(self.world.dimensions() + ["f2"])
@@ -692,6 +693,11 @@ class QueryGenerator:
                 nested = r.random() < 0.3
                 if nested:
                     extra = [self.nested(extra[0], small.col(key))]
+        elif jt == "LEFT SEMI" and r.random() < 0.5:
+            # The same semi join as the fact's EXISTS on the small side: its values prune the fact.
+            text = big.sql
+            extra = [f"EXISTS (SELECT 1 FROM {small.sql} "
+                     f"WHERE {small.col(key)} = {big.col(key)})"]
         elif r.random() < 0.3:
             d = self.filtered_relation(r.choice(self.world.dimensions()))
             text += f" JOIN {d.sql} ON {big.col('k2')} = {d.col('k2')}"
