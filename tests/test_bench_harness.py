@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from hive_join_opts.bench.runner import Run, paired_speedup, typical
-from hive_join_opts.bench.stages import (map_stages_cpu_ms, map_stages_run_ms, shuffle_join_stage,
+from hive_join_opts.bench.stages import (balanced_join_floor_ms, map_stages_cpu_ms,
+                                         map_stages_run_ms, shuffle_join_stage,
                                          simulated_wall_ms, stage_summaries, straggler_factor)
 
 
@@ -58,6 +59,30 @@ def test_without_stage_times_stages_run_one_after_another():
     # On two slots the join stage's 2500 ms task runs beside its 50 short ones:
     # 31 * 300, then 4 * 400, then (2500 + 50 * 100) / 2 rounded up to whole tasks.
     assert simulated_wall_ms(stages, slots=2) == 9300 + 1600 + 3800
+
+
+def test_the_floor_spreads_the_join_stage_evenly_and_keeps_the_other_stages():
+    scan = stage([100] * 64, submitted=0, completed=1000, stage_id=1)
+    join = stage([640] + [10] * 63, submitted=1001, completed=2000, stage_id=2)
+    join["taskShuffleReadBytes"] = [1] * 64
+    assert simulated_wall_ms([scan, join]) == 100 + 640
+    # The join stage's 1,270 ms of tasks over 64 slots; the scan as it ran.
+    assert balanced_join_floor_ms([scan, join]) == pytest.approx(100 + 1270 / 64)
+    assert join["taskDurationsMs"][0] == 640  # the run's own stages are left as they were
+    # A run without a shuffle join: its floor is its own time.
+    assert balanced_join_floor_ms([scan]) == 100
+
+
+def test_the_floor_table_gives_the_most_a_plan_of_the_join_stage_could_gain():
+    from hive_join_opts.bench.report import floor_table
+
+    def run(sim64, floor=0.0):
+        return SimpleNamespace(sim64_ms=sim64, floor64_ms=floor)
+
+    r = SimpleNamespace(scenario=SimpleNamespace(name="s"), extension=run(310, 300),
+                        tuned=run(600), tuned_tenth=run(450))
+    assert floor_table([r])[-1] == "| s | 0.31 / 0.30 | 1.03 | 0.60 / 0.45 | 2.00x / 1.50x |"
+    assert floor_table([SimpleNamespace(tuned=None, tuned_tenth=None)]) == []
 
 
 def test_longest_tasks_are_placed_first():

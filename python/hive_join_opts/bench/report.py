@@ -47,6 +47,7 @@ _MAIN = [("scenario", "l"), ("Spark s", "r"), ("ext s", "r"), ("speedup", "r"),
 def markdown(results: list[Result], header: str) -> str:
     lines = [header, ""] + _table(_MAIN, [_main_row(r) for r in results])
     lines.extend(tuned_table(results))
+    lines.extend(floor_table(results))
     lines.extend(own_slots_table(results))
     lines.extend(key_counts_table(results))
     lines.append("")
@@ -122,6 +123,34 @@ def tuned_table(results: list[Result]) -> list[str]:
 
 _OWN_SLOTS = [("scenario", "l"), ("wall s Spark / ext (own slots)", "r"), ("speedup", "r"),
               ("straggler Spark / ext (own slots)", "r"), ("rules fired (own slots)", "l")]
+
+
+_FLOOR = [("scenario", "l"), ("64-slot s ext / its floor", "r"), ("ext ÷ floor", "r"),
+          ("64-slot s tuned / tuned÷10", "r"), ("at most, vs tuned / tuned÷10", "r")]
+
+
+def floor_table(results: list[Result]) -> list[str]:
+    """For scenarios with a tuned baseline: how far the extension's 64-slot time is from its
+    floor (its join stage's task time spread evenly over the slots), and the most that any plan
+    of the join stage doing the same work could gain on AQE tuned at either size."""
+    rows = [r for r in results if r.tuned is not None and r.tuned_tenth is not None]
+    if not rows:
+        return []
+
+    def row(r: Result) -> list[str]:
+        e = r.extension
+        return [r.scenario.name, f"{e.sim64_ms / 1000:.2f} / {e.floor64_ms / 1000:.2f}",
+                f"{e.sim64_ms / max(e.floor64_ms, 1e-9):.2f}",
+                f"{r.tuned.sim64_ms / 1000:.2f} / {r.tuned_tenth.sim64_ms / 1000:.2f}",
+                f"{r.tuned.sim64_ms / max(e.floor64_ms, 1e-9):.2f}x / "
+                f"{r.tuned_tenth.sim64_ms / max(e.floor64_ms, 1e-9):.2f}x"]
+
+    return _table(_FLOOR, [row(r) for r in rows],
+                  "What planning the join stage can reach on 64 slots: the extension's floor is "
+                  "its run with the join stage's task time spread evenly over the slots, every "
+                  "other stage (the scans, which every configuration runs alike) as it ran; no "
+                  "plan of the join stage doing the same work is faster, so no plan of it beats "
+                  "AQE tuned by more than the last column (medians of the rounds):")
 
 
 def own_slots_table(results: list[Result]) -> list[str]:

@@ -26,9 +26,9 @@ from .model import (COUNT_KEYS_KEY, ENABLED_KEY, EXTENSION, EXTENSION_NO_KEY_COU
                     EXTENSION_OWN_SLOTS, RAISED_BLOOM_FILTER, SPARK, SPARK_BLOOM, TASK_SLOTS_KEY,
                     TENTH, TUNED, TUNED_TENTH, Dataset, Scenario, modes_of)
 from .._progress import NoProgress, Progress
-from .stages import (default_join_stage, longest_and_median_task_ms, map_stages_cpu_ms,
-                     map_stages_run_ms, shuffle_map_run_ms, simulated_wall_ms, stage_summaries,
-                     straggler_factor)
+from .stages import (balanced_join_floor_ms, default_join_stage, longest_and_median_task_ms,
+                     map_stages_cpu_ms, map_stages_run_ms, shuffle_map_run_ms, simulated_wall_ms,
+                     stage_summaries, straggler_factor)
 
 
 @dataclass
@@ -69,6 +69,9 @@ class Run:
     shuffle_map_ms: float = 0.0
     # Each stage's tasks, summed and longest duration, in the order submitted (stage_summaries).
     stages: list = field(default_factory=list)
+    # The 64-slot time with the shuffle join stage's task time spread evenly over the slots
+    # (balanced_join_floor_ms), in milliseconds.
+    floor64_ms: float = 0.0
 
     @staticmethod
     def from_json(raw: dict, pick_stage) -> "Run":
@@ -97,14 +100,15 @@ class Run:
             key_count_ms=raw.get("keyCountMs", 0.0),
             shuffle_map_ms=shuffle_map_run_ms(stages),
             stages=stage_summaries(stages),
+            floor64_ms=balanced_join_floor_ms(stages),
         )
 
 
 def typical(runs: list[Run]) -> Run:
     """The median of the runs: the run of median wall time (the lower one of an even count),
-    with the median wall time, straggler factor, 64-slot time and planning time of all the
-    runs, and the join stage's tasks (and its longest and median task) of the run whose
-    straggler factor is nearest the median."""
+    with the median wall time, straggler factor, 64-slot time (and its floor) and planning time
+    of all the runs, and the join stage's tasks (and its longest and median task) of the run
+    whose straggler factor is nearest the median."""
     middle = sorted(runs, key=lambda r: r.wall_ms)[(len(runs) - 1) // 2]
     stragglers = [r.straggler for r in runs if r.straggler is not None]
     straggler = statistics.median(stragglers) if stragglers else None
@@ -115,6 +119,7 @@ def typical(runs: list[Run]) -> Run:
         wall_ms=statistics.median(r.wall_ms for r in runs),
         straggler=straggler,
         sim64_ms=statistics.median(r.sim64_ms for r in runs),
+        floor64_ms=statistics.median(r.floor64_ms for r in runs),
         planning_ms=statistics.median(r.planning_ms for r in runs),
         map_stages_ms=statistics.median(r.map_stages_ms for r in runs),
         map_stages_cpu_ms=statistics.median(r.map_stages_cpu_ms for r in runs),

@@ -155,3 +155,15 @@ def simulated_wall_ms(stages: list[dict], slots: int = REPLAY_SLOTS) -> float:
             done.append((stage["completedAtMs"], stage_end))
         end = max(end, stage_end)
     return end
+
+
+def balanced_join_floor_ms(stages: list[dict], slots: int = REPLAY_SLOTS) -> float:
+    """The run's time on `slots` slots with its shuffle join stage's task time spread evenly over
+    them, every other stage as it ran: no plan of that stage doing the same work finishes
+    sooner. A run near its floor has a join stage planned as well as it can be; what is left is
+    the stages around it, which every configuration runs alike."""
+    join = shuffle_join_stage(stages)
+    if join is None:
+        return simulated_wall_ms(stages, slots)
+    even = dict(join, taskDurationsMs=[sum(join["taskDurationsMs"]) / slots] * slots)
+    return simulated_wall_ms([even if s is join else s for s in stages], slots)
