@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from hive_join_opts.bench.runner import Run, paired_speedup, typical
-from hive_join_opts.bench.stages import (balanced_join_floor_ms, map_stages_cpu_ms,
+from hive_join_opts.bench.stages import (shuffled_stages_floor_ms, map_stages_cpu_ms,
                                          map_stages_run_ms, shuffle_join_stage,
                                          simulated_wall_ms, stage_summaries, straggler_factor)
 
@@ -61,16 +61,19 @@ def test_without_stage_times_stages_run_one_after_another():
     assert simulated_wall_ms(stages, slots=2) == 9300 + 1600 + 3800
 
 
-def test_the_floor_spreads_the_join_stage_evenly_and_keeps_the_other_stages():
+def test_the_floor_spreads_the_shuffled_stages_evenly_and_keeps_the_scans():
     scan = stage([100] * 64, submitted=0, completed=1000, stage_id=1)
     join = stage([640] + [10] * 63, submitted=1001, completed=2000, stage_id=2)
     join["taskShuffleReadBytes"] = [1] * 64
-    assert simulated_wall_ms([scan, join]) == 100 + 640
-    # The join stage's 1,270 ms of tasks over 64 slots; the scan as it ran.
-    assert balanced_join_floor_ms([scan, join]) == pytest.approx(100 + 1270 / 64)
+    aggregate = stage([320, 0], submitted=2001, completed=2500, stage_id=3)
+    aggregate["taskShuffleReadBytes"] = [1, 0]
+    assert simulated_wall_ms([scan, join, aggregate]) == 100 + 640 + 320
+    # The join stage's 1,270 ms and the aggregate's 320 ms of tasks over 64 slots each.
+    assert shuffled_stages_floor_ms([scan, join, aggregate]) == pytest.approx(
+        100 + 1270 / 64 + 320 / 64)
     assert join["taskDurationsMs"][0] == 640  # the run's own stages are left as they were
-    # A run without a shuffle join: its floor is its own time.
-    assert balanced_join_floor_ms([scan]) == 100
+    # A run that reads no shuffle: its floor is its own time.
+    assert shuffled_stages_floor_ms([scan]) == 100
 
 
 def test_the_floor_table_gives_the_most_a_plan_of_the_join_stage_could_gain():

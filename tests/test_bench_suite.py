@@ -222,6 +222,9 @@ def test_the_report_replays_on_64_slots_only_plans_made_for_them():
         raw = suite_report.as_json([q9], context)["queries"][0]
         if slots == 64:
             assert "replayed on 64 slots 0.60 / 0.56 / 0.22 s" in text, text
+            # The extension's floor, 0.11 s: at most 0.60 / 0.11 of Spark's 64-slot time.
+            assert "the scans as they ran) 0.11 s: no plan of those stages beats Spark by more " \
+                "than 5.45x, tuned by more than 5.09x." in text, text
             assert "| q9 | 3.00 / 2.80 / 1.10 | 0.60 / 0.56 / 0.22 | 2.50x | 8 / 8 / 8 |" in text
             assert raw["sim64_vs_tuned"] == 2.5 and "sim64_vs_spark" in raw
         else:
@@ -235,12 +238,12 @@ def test_the_report_replays_on_64_slots_only_plans_made_for_them():
 
 
 def timed(wall_ms, planning_ms=100.0, work_ms=10.0):
-    """A run whose 64-slot replay takes a fifth of its wall time, with a join stage of 8 tasks,
-    the longest a tenth of its wall time."""
+    """A run whose 64-slot replay takes a fifth of its wall time (its floor a tenth), with a join
+    stage of 8 tasks, the longest a tenth of its wall time."""
     return suite.QueryRun(wall_ms=wall_ms, planning_ms=planning_ms, phases_ms={}, rows=1,
                           shuffles=1, scans=1, bytes_read=2_000_000, bytes_shuffled=1_000_000,
                           work_ms={"totalMs": work_ms}, sim64_ms=wall_ms / 5, join_tasks=8,
-                          join_longest_ms=wall_ms / 10)
+                          join_longest_ms=wall_ms / 10, floor64_ms=wall_ms / 10)
 
 
 def result(name, spark_ms, ext_ms, fired=(), status=suite.OK, error=""):

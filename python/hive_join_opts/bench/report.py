@@ -131,8 +131,9 @@ _FLOOR = [("scenario", "l"), ("64-slot s ext / its floor", "r"), ("ext ÷ floor"
 
 def floor_table(results: list[Result]) -> list[str]:
     """For scenarios with a tuned baseline: how far the extension's 64-slot time is from its
-    floor (its join stage's task time spread evenly over the slots), and the most that any plan
-    of the join stage doing the same work could gain on AQE tuned at either size."""
+    floor (the task time of its stages that read a shuffle spread evenly over the slots), and
+    the most that any plan of those stages doing the same work could gain on AQE tuned at
+    either size."""
     rows = [r for r in results if r.tuned is not None and r.tuned_tenth is not None]
     if not rows:
         return []
@@ -146,11 +147,12 @@ def floor_table(results: list[Result]) -> list[str]:
                 f"{r.tuned_tenth.sim64_ms / max(e.floor64_ms, 1e-9):.2f}x"]
 
     return _table(_FLOOR, [row(r) for r in rows],
-                  "What planning the join stage can reach on 64 slots: the extension's floor is "
-                  "its run with the join stage's task time spread evenly over the slots, every "
-                  "other stage (the scans, which every configuration runs alike) as it ran; no "
-                  "plan of the join stage doing the same work is faster, so no plan of it beats "
-                  "AQE tuned by more than the last column (medians of the rounds):")
+                  "What planning the join can reach on 64 slots: the extension's floor is its "
+                  "run with the task time of each stage that reads a shuffle (the join and what "
+                  "follows it) spread evenly over the slots, the scans (which every "
+                  "configuration runs alike) as they ran; no plan of those stages doing the "
+                  "same work is faster, so none beats AQE tuned by more than the last column "
+                  "(medians of the rounds):")
 
 
 def own_slots_table(results: list[Result]) -> list[str]:

@@ -26,7 +26,7 @@ from .model import (COUNT_KEYS_KEY, ENABLED_KEY, EXTENSION, EXTENSION_NO_KEY_COU
                     EXTENSION_OWN_SLOTS, RAISED_BLOOM_FILTER, SPARK, SPARK_BLOOM, TASK_SLOTS_KEY,
                     TENTH, TUNED, TUNED_TENTH, Dataset, Scenario, modes_of)
 from .._progress import NoProgress, Progress
-from .stages import (balanced_join_floor_ms, default_join_stage, longest_and_median_task_ms,
+from .stages import (shuffled_stages_floor_ms, default_join_stage, longest_and_median_task_ms,
                      map_stages_cpu_ms, map_stages_run_ms, shuffle_map_run_ms, simulated_wall_ms,
                      stage_summaries, straggler_factor)
 
@@ -70,7 +70,7 @@ class Run:
     # Each stage's tasks, summed and longest duration, in the order submitted (stage_summaries).
     stages: list = field(default_factory=list)
     # The 64-slot time with the shuffle join stage's task time spread evenly over the slots
-    # (balanced_join_floor_ms), in milliseconds.
+    # (shuffled_stages_floor_ms), in milliseconds.
     floor64_ms: float = 0.0
 
     @staticmethod
@@ -100,7 +100,7 @@ class Run:
             key_count_ms=raw.get("keyCountMs", 0.0),
             shuffle_map_ms=shuffle_map_run_ms(stages),
             stages=stage_summaries(stages),
-            floor64_ms=balanced_join_floor_ms(stages),
+            floor64_ms=shuffled_stages_floor_ms(stages),
         )
 
 

@@ -157,13 +157,14 @@ def simulated_wall_ms(stages: list[dict], slots: int = REPLAY_SLOTS) -> float:
     return end
 
 
-def balanced_join_floor_ms(stages: list[dict], slots: int = REPLAY_SLOTS) -> float:
-    """The run's time on `slots` slots with its shuffle join stage's task time spread evenly over
-    them, every other stage as it ran: no plan of that stage doing the same work finishes
-    sooner. A run near its floor has a join stage planned as well as it can be; what is left is
-    the stages around it, which every configuration runs alike."""
-    join = shuffle_join_stage(stages)
-    if join is None:
-        return simulated_wall_ms(stages, slots)
-    even = dict(join, taskDurationsMs=[sum(join["taskDurationsMs"]) / slots] * slots)
-    return simulated_wall_ms([even if s is join else s for s in stages], slots)
+def shuffled_stages_floor_ms(stages: list[dict], slots: int = REPLAY_SLOTS) -> float:
+    """The run's time on `slots` slots with the task time of each stage that reads a shuffle (the
+    joins and what follows them) spread evenly over the slots, the scans as they ran: no plan
+    of those stages doing the same work finishes sooner. A run near its floor has its shuffled
+    stages planned as well as they can be; what is left is the scans', which every
+    configuration runs alike."""
+    def even(s: dict) -> dict:
+        if not any(b > 0 for b in s.get("taskShuffleReadBytes", [])):
+            return s
+        return dict(s, taskDurationsMs=[sum(s["taskDurationsMs"]) / slots] * slots)
+    return simulated_wall_ms([even(s) for s in stages], slots)

@@ -82,6 +82,9 @@ class QueryRun:
     sim64_ms: float = 0.0
     join_tasks: int = 0
     join_longest_ms: float = 0.0
+    # The 64-slot time with each stage that reads a shuffle spread evenly over the slots
+    # (stages.shuffled_stages_floor_ms).
+    floor64_ms: float = 0.0
 
 
 @dataclass
@@ -344,7 +347,8 @@ class SuiteRun:
                 bytes_read=run.bytes_read, bytes_shuffled=run.bytes_shuffled, plan=run.plan,
                 key_count_ms=run.key_count_ms, shuffle_map_ms=run.shuffle_map_ms,
                 sim64_ms=run.sim64_ms, join_tasks=len(run.join_stage_tasks_ms),
-                join_longest_ms=max(run.join_stage_tasks_ms, default=0.0))
+                join_longest_ms=max(run.join_stage_tasks_ms, default=0.0),
+                floor64_ms=run.floor64_ms)
             if mode == EXTENSION:
                 decisions = self._decisions()
                 result.fired = sorted(set(result.fired) | {d.rule for d in decisions if d.fired})

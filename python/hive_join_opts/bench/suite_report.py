@@ -257,6 +257,14 @@ def tuned_table(results: list[QueryResult], context: Context) -> list[str]:
             f"{name} {_ratio(total(m, figure) / ext if ext else None)}"
             for m, name in zip(modes[:-1], ["Spark", "tuned", "tuned÷10"]))
 
+    def floor() -> str:
+        """The extension's floor and the most that planning the shuffled stages could gain."""
+        f = total(EXTENSION, "floor64_ms")
+        return (f"; the extension's floor (each stage that reads a shuffle spread evenly over "
+                f"the slots, the scans as they ran) {_s(f)} s: no plan of those stages beats "
+                + ", ".join(f"{name} by more than {_ratio(total(m, 'sim64_ms') / f if f else None)}"
+                            for m, name in zip(modes[:-1], ["Spark", "tuned", "tuned÷10"])))
+
     split = [r.name for r in tuned if r.tuned_split]
     names = " / ".join(["Spark", "tuned"] + (["tuned÷10"] if tenth else []) + ["ext"])
     lines = [
@@ -267,7 +275,7 @@ def tuned_table(results: list[QueryResult], context: Context) -> list[str]:
            else "")
         + ", run in the same rounds (a ratio above 1: the extension is faster). "
         f"Totals, {names}: wall {totals('wall_ms')}"
-        + (f"; replayed on {REPLAY_SLOTS} slots {totals('sim64_ms')}" if replayed else
+        + (f"; replayed on {REPLAY_SLOTS} slots {totals('sim64_ms')}{floor()}" if replayed else
            f" (no {REPLAY_SLOTS}-slot replay: these plans were made for "
            + (f"{context.task_slots} slots" if context.task_slots else "the local cores")
            + f"; `--task-slots {REPLAY_SLOTS}` plans "
