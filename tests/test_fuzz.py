@@ -112,6 +112,32 @@ def test_the_report_counts_value_sets_that_prune_a_side_only_looked_up():
                                    "the subquery side: nothing to skip"))
 
 
+def test_the_report_counts_value_sets_that_prune_a_filtered_side_by_a_subquery():
+    """A fired value set of the filtered side names its subquery's kind in its candidate; one
+    for the subquery's own side, or skipped, is not counted."""
+    from collections import Counter
+
+    from hive_join_opts._session import Decision
+    from hive_join_opts.fuzz.runner import Report, filtered_by_subquery
+
+    def decision(candidate: str, outcome: str, reason: str) -> Decision:
+        return Decision("RuntimeValueSetPushdown", candidate, outcome, reason)
+
+    decisions = [decision("EXISTS subquery f1 x d1 on exists(...)", "fired",
+                          "the filtered side gets the min/max of k"),
+                 decision("IN subquery f1 x d1 on (k IN (listquery()))", "skipped",
+                          "filtered side: nothing to skip"),
+                 decision("IN subquery d2 x f1 on (k IN (listquery()))", "fired",
+                          "the subquery side gets the min/max of k")]
+    assert filtered_by_subquery(decisions) == ["EXISTS"]
+    assert filtered_by_subquery(decisions[1:]) == []
+    report = Report(1, 2, 1.0, Counter(same=2), Counter(), Counter(), [], [], [],
+                    filtered_by_subquery=2, filtered_by_subquery_kind=Counter(EXISTS=2, IN=1))
+    assert ("prune a filtered side by a subquery's values: 2 (EXISTS 2, IN 1)"
+            in report.summary())
+    assert '"filtered_by_subquery_kind": {' in report.to_json()
+
+
 def test_a_window_never_partitions_or_orders_by_a_double():
     """A sum of doubles ends in digits that follow the order its rows were added in, which a plan
     that splits a key changes: a value compared within a tolerance, but a window keyed on it

@@ -149,6 +149,9 @@ class Case:
     looked_up: bool = False
     # Whether its subquery predicate sits under OR, NOT or CASE (an existence join in Spark).
     nested: bool = False
+    # The kinds of subquery (IN, EXISTS) whose values a run-time value set prunes the filtered
+    # side by (filtered_by_subquery).
+    filtering_subqueries: list[str] = field(default_factory=list)
     # The key types whose run-time value sets filter the rows of a scan in no order before the
     # shuffle (filtered_key_types).
     rows_filtered: list[str] = field(default_factory=list)
@@ -196,6 +199,10 @@ class Report:
     rows_filtered_by_type: Counter = field(default_factory=Counter)
     # Queries in which a run-time value set fired without adaptive execution.
     without_adaptive: int = 0
+    # Queries in which a run-time value set prunes a filtered side by an IN or EXISTS
+    # subquery's values, and of those, the queries per kind of subquery.
+    filtered_by_subquery: int = 0
+    filtered_by_subquery_kind: Counter = field(default_factory=Counter)
 
     def never_fired(self) -> list[str]:
         return [r for r in self.rules if self.fired[r] == 0]
@@ -224,6 +231,11 @@ class Report:
         if self.without_adaptive:
             lines.append("queries whose run-time value sets fired without adaptive execution: "
                          f"{self.without_adaptive}")
+        if self.filtered_by_subquery:
+            kinds = ", ".join(f"{k} {n}"
+                              for k, n in sorted(self.filtered_by_subquery_kind.items()))
+            lines.append("queries whose run-time value sets prune a filtered side by a "
+                         f"subquery's values: {self.filtered_by_subquery} ({kinds})")
         lines.append(f"{self.empty} of the {self.statuses['same']} equal answers were empty")
         if self.invalid:
             lines.append(f"{len(self.invalid)} queries failed with the extension off too "
@@ -244,6 +256,8 @@ class Report:
             "nested_looked_up": self.nested_looked_up, "rows_filtered": self.rows_filtered,
             "rows_filtered_by_type": dict(self.rows_filtered_by_type),
             "without_adaptive": self.without_adaptive,
+            "filtered_by_subquery": self.filtered_by_subquery,
+            "filtered_by_subquery_kind": dict(self.filtered_by_subquery_kind),
         }, indent=2)
 
 
@@ -316,6 +330,7 @@ def run_case(spark, case: Case) -> Case:
         case.listed = any(d.fired and "distinctKeysUpTo" in d.numbers for d in decisions)
         case.looked_up = any(_looked_up(d) for d in decisions)
         case.rows_filtered = filtered_key_types(decisions)
+        case.filtering_subqueries = filtered_by_subquery(decisions)
     diff = difference(off, on)
     case.status, case.detail = ("differ", diff) if diff else ("same", "")
     return case
@@ -333,6 +348,14 @@ def filtered_key_types(decisions) -> list[str]:
     types = {**VALUE_TYPES, **KEY_TYPES}
     return sorted({types.get(m.group(1), m.group(1)) for d in decisions if d.fired
                    for k in d.numbers for m in [_FILTERED_ROWS.match(k)] if m})
+
+
+def filtered_by_subquery(decisions) -> list[str]:
+    """The kinds of subquery (IN, EXISTS) by whose values a fired run-time value set prunes the
+    filtered side (the left side of the semi join Spark makes of the subquery), each once."""
+    return sorted({d.candidate.split(" ", 1)[0] for d in decisions
+                   if d.rule == "RuntimeValueSetPushdown" and d.fired
+                   and d.reason.startswith("the filtered side")})
 
 
 def _looked_up(d) -> bool:
@@ -386,6 +409,7 @@ def fuzz(
     failures, invalid, empty, listed, looked_up, nested, filtered = [], [], 0, 0, 0, 0, 0
     filtered_by_type = Counter()
     without_adaptive = 0
+    by_subquery, by_subquery_kind = 0, Counter()
     indices = [only] if only is not None else list(range(queries))
     start = time.monotonic()
     world, world_index = None, None
@@ -393,7 +417,7 @@ def fuzz(
     def report(ran: int) -> Report:
         return Report(seed, ran, time.monotonic() - start, statuses, fired, shapes, rules,
                       failures, invalid, empty, together, listed, looked_up, nested, filtered,
-                      filtered_by_type, without_adaptive)
+                      filtered_by_type, without_adaptive, by_subquery, by_subquery_kind)
 
     sc = spark.sparkContext
     sc.addJobTag(_JOB_TAG)
@@ -420,6 +444,8 @@ def fuzz(
             filtered += bool(case.rows_filtered)
             filtered_by_type.update(case.rows_filtered)
             without_adaptive += case.without_adaptive
+            by_subquery += bool(case.filtering_subqueries)
+            by_subquery_kind.update(case.filtering_subqueries)
             shapes[case.shape] += 1
             fired.update(case.fired)
             together.update((a, b) for i, a in enumerate(case.fired) for b in case.fired[i + 1:]
