@@ -140,11 +140,11 @@ def floor_table(results: list[Result]) -> list[str]:
 
     def row(r: Result) -> list[str]:
         e = r.extension
+        floor = max(e.floor64_ms, 1e-9)
         return [r.scenario.name, f"{e.sim64_ms / 1000:.2f} / {e.floor64_ms / 1000:.2f}",
-                f"{e.sim64_ms / max(e.floor64_ms, 1e-9):.2f}",
+                f"{e.sim64_ms / floor:.2f}",
                 f"{r.tuned.sim64_ms / 1000:.2f} / {r.tuned_tenth.sim64_ms / 1000:.2f}",
-                f"{r.tuned.sim64_ms / max(e.floor64_ms, 1e-9):.2f}x / "
-                f"{r.tuned_tenth.sim64_ms / max(e.floor64_ms, 1e-9):.2f}x"]
+                f"{r.tuned.sim64_ms / floor:.2f}x / {r.tuned_tenth.sim64_ms / floor:.2f}x"]
 
     return _table(_FLOOR, [row(r) for r in rows],
                   "What planning the join can reach on 64 slots: the extension's floor is its "

@@ -26,9 +26,9 @@ from .model import (COUNT_KEYS_KEY, ENABLED_KEY, EXTENSION, EXTENSION_NO_KEY_COU
                     EXTENSION_OWN_SLOTS, RAISED_BLOOM_FILTER, SPARK, SPARK_BLOOM, TASK_SLOTS_KEY,
                     TENTH, TUNED, TUNED_TENTH, Dataset, Scenario, modes_of)
 from .._progress import NoProgress, Progress
-from .stages import (shuffled_stages_floor_ms, default_join_stage, longest_and_median_task_ms,
-                     map_stages_cpu_ms, map_stages_run_ms, shuffle_map_run_ms, simulated_wall_ms,
-                     stage_summaries, straggler_factor)
+from .stages import (default_join_stage, longest_and_median_task_ms, map_stages_cpu_ms,
+                     map_stages_run_ms, shuffle_map_run_ms, shuffled_stages_floor_ms,
+                     simulated_wall_ms, stage_summaries, straggler_factor)
 
 
 @dataclass
@@ -69,8 +69,8 @@ class Run:
     shuffle_map_ms: float = 0.0
     # Each stage's tasks, summed and longest duration, in the order submitted (stage_summaries).
     stages: list = field(default_factory=list)
-    # The 64-slot time with the shuffle join stage's task time spread evenly over the slots
-    # (shuffled_stages_floor_ms), in milliseconds.
+    # The 64-slot time with the task time of each stage that reads a shuffle spread evenly over
+    # the slots (shuffled_stages_floor_ms), in milliseconds.
     floor64_ms: float = 0.0
 
     @staticmethod

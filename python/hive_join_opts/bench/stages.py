@@ -115,11 +115,16 @@ def _summary(stage: dict) -> dict:
     return summary
 
 
+def _reads_shuffle(stage: dict) -> bool:
+    """Whether any task of the stage read shuffle data."""
+    return any(b > 0 for b in stage.get("taskShuffleReadBytes", []))
+
+
 def shuffle_join_stage(stages: list[dict]) -> dict | None:
     """The stage that runs a shuffle join: of the stages whose tasks read shuffle data, the one
     with the most task time (the scans below the join and the aggregation above it are
     other stages). A rewritten join runs its map-side branch in the same stage."""
-    joins = [s for s in stages if any(b > 0 for b in s.get("taskShuffleReadBytes", []))]
+    joins = [s for s in stages if _reads_shuffle(s)]
     return max(joins, key=lambda s: sum(s["taskDurationsMs"]), default=None)
 
 
@@ -164,7 +169,7 @@ def shuffled_stages_floor_ms(stages: list[dict], slots: int = REPLAY_SLOTS) -> f
     stages planned as well as they can be; what is left is the scans', which every
     configuration runs alike."""
     def even(s: dict) -> dict:
-        if not any(b > 0 for b in s.get("taskShuffleReadBytes", [])):
+        if not _reads_shuffle(s):
             return s
         return dict(s, taskDurationsMs=[sum(s["taskDurationsMs"]) / slots] * slots)
     return simulated_wall_ms([even(s) for s in stages], slots)
