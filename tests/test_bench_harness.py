@@ -11,7 +11,8 @@ import pytest
 from hive_join_opts.bench.runner import Run, paired_speedup, typical
 from hive_join_opts.bench.stages import (shuffled_stages_floor_ms, map_stages_cpu_ms,
                                          map_stages_run_ms, shuffle_join_stage,
-                                         simulated_wall_ms, stage_summaries, straggler_factor)
+                                         simulated_wall_ms, stage_on_slots_ms, stage_summaries,
+                                         straggler_factor)
 
 
 def stage(durations, submitted=None, completed=None, stage_id=0):
@@ -93,6 +94,14 @@ def test_longest_tasks_are_placed_first():
     # in the order given (3, 9, 3, 4, 5) it would take 3+4 | 9 | 3+5 = 9 too, but
     # (3, 3, 4, 5, 9) would take 3+5 | 3+9 | 4 = 12.
     assert simulated_wall_ms([stage([3, 3, 4, 5, 9])], slots=3) == 9
+
+
+def test_a_stage_alone_on_the_slots_takes_its_longest_task_or_its_share_of_the_slots():
+    # One task of 640 ms holds 63 of 10 ms back; 128 of 100 ms fill 64 slots twice.
+    assert stage_on_slots_ms([640] + [10] * 63) == 640
+    assert stage_on_slots_ms([100] * 128) == 200
+    assert stage_on_slots_ms([3, 3, 4, 5, 9], slots=3) == 9
+    assert stage_on_slots_ms([]) == 0
 
 
 def test_straggler_factor_is_longest_over_median():
@@ -519,21 +528,25 @@ def test_the_report_has_a_table_per_comparison_its_rows_a_cell_per_column():
     from hive_join_opts.bench import report
     from hive_join_opts.bench.runner import Result
 
-    def measured(wall_ms, plan="plan"):
-        return replace(run(wall_ms, 2.0, wall_ms / 2), plan=plan, map_stages_ms=wall_ms / 2,
-                       key_count_ms=5.0)
+    def measured(wall_ms, plan="plan", tasks=()):
+        return replace(run(wall_ms, 2.0, wall_ms / 2, tasks), plan=plan,
+                       map_stages_ms=wall_ms / 2, key_count_ms=5.0)
 
     plain = Result(scenario=SimpleNamespace(name="plain", title="t"), spark_runs=[measured(1000)],
                    extension_runs=[measured(800)], fired=["R"], decisions=[], same_answer=True)
-    every = Result(scenario=SimpleNamespace(name="every", title="t"), spark_runs=[measured(1000)],
-                   extension_runs=[measured(900)], fired=[], decisions=[], same_answer=False,
-                   tuned_runs=[measured(950, "skew=true")], own_slots_runs=[measured(990)],
+    every = Result(scenario=SimpleNamespace(name="every", title="t"),
+                   spark_runs=[measured(1000, tasks=[500, 100, 100])],
+                   extension_runs=[measured(900, tasks=[150] * 3)], fired=[], decisions=[],
+                   same_answer=False, tuned_runs=[measured(950, "skew=true", [200] * 128)],
+                   own_slots_runs=[measured(990)],
                    own_slots_fired=["R"], no_key_counts_runs=[measured(900)])
     text = report.markdown([plain, every], "# bench")
     tables = [block.splitlines() for block in text.split("\n\n") if block.startswith("|")]
     # Every scenario in the first table; the tuned, own-slots and key-count ones where measured.
     assert [len(t) - 2 for t in tables] == [2, 1, 1, 1]
     assert "| every | 1.00 / 0.95 / 0.90 | 1.06x |" in tables[1][2]
+    # The join stage's tasks, its longest and its time alone on 64 slots, per configuration.
+    assert "| 3 / 128 / - / 3 | 500 / 200 / - / 150 | 500 / 400 / - / 150 |" in tables[1][2]
     assert tables[2][2].startswith("| every | 1.00 / 0.99 | 1.01x |")
     # No CPU time recorded: its ratio is not shown.
     assert tables[3][2] == "| every | 0.49 / 0.45 | 1.100 (-) | 0.99 / 0.90 | 1.100 | 5 |"

@@ -162,6 +162,13 @@ def simulated_wall_ms(stages: list[dict], slots: int = REPLAY_SLOTS) -> float:
     return end
 
 
+def stage_on_slots_ms(durations: list[float], slots: int = REPLAY_SLOTS) -> float:
+    """One stage's tasks alone on `slots` slots, longest first on the slot free first: the time
+    a plan of the stage takes, apart from the scans before it, which every configuration runs
+    alike."""
+    return simulated_wall_ms([{"taskDurationsMs": list(durations)}], slots)
+
+
 def shuffled_stages_floor_ms(stages: list[dict], slots: int = REPLAY_SLOTS) -> float:
     """The run's time on `slots` slots with the task time of each stage that reads a shuffle (the
     joins and what follows them) spread evenly over the slots, the scans as they ran: no plan
