@@ -20,23 +20,38 @@ private[runtime] object SplitPieces {
     })
   }
 
-  /** `sizes` (one per map task) in `k` contiguous ranges [start, end) of about equal sums. */
+  /**
+   * `sizes` (one per map task) in at most `k` contiguous ranges [start, end) whose largest sum is
+   * the least any such cut allows: a piece is a task, and the stage waits for its longest. Cutting
+   * where a running sum passes each k-th of the total would merge a map block below the average
+   * with the next one, a piece twice the others'.
+   */
   private[runtime] def cut(sizes: Array[Long], k: Int): Seq[(Int, Int)] = {
-    val total = sizes.sum.toDouble
+    // The least cap that packs into k ranges, found by halving between the largest block and
+    // the total: each probe is one pass over the map tasks.
+    var lo = if (sizes.isEmpty) 0L else sizes.max
+    var hi = math.max(lo, sizes.sum)
+    while (lo < hi) {
+      val cap = lo + (hi - lo) / 2
+      if (pack(sizes, cap).size <= k) hi = cap else lo = cap + 1
+    }
+    pack(sizes, lo).filter { case (s, e) => sizes.slice(s, e).sum > 0 }
+  }
+
+  /** `sizes` in ranges filled in order up to `cap` each (a block over it alone). */
+  private def pack(sizes: Array[Long], cap: Long): Seq[(Int, Int)] = {
     val ranges = Seq.newBuilder[(Int, Int)]
     var start = 0
-    var acc = 0.0
-    var made = 0
+    var acc = 0L
     sizes.indices.foreach { i =>
-      acc += sizes(i)
-      // Cut where the running sum passes the next k-th of the total.
-      if (made < k - 1 && acc >= total * (made + 1) / k && i + 1 < sizes.length) {
-        ranges += start -> (i + 1)
-        start = i + 1
-        made += 1
+      if (i > start && acc + sizes(i) > cap) {
+        ranges += start -> i
+        start = i
+        acc = 0L
       }
+      acc += sizes(i)
     }
-    ranges += start -> sizes.length
-    ranges.result().filter { case (s, e) => sizes.slice(s, e).sum > 0 }
+    if (sizes.nonEmpty) ranges += start -> sizes.length
+    ranges.result()
   }
 }

@@ -27,4 +27,26 @@ class SplitPiecesSuite extends AnyFunSuite {
     val sizes = Array.tabulate(50)(i => (i % 7 + 1).toLong)
     for (k <- 1 to 10) assert(SplitPieces.cut(sizes, k).size <= k)
   }
+
+  test("a map block below the average is not merged into a piece twice the others'") {
+    val sizes = Array(1860L, 1850L, 2340L, 1865L, 1860L, 2330L)
+    assert(sums(sizes, sizes.length) == sizes.toSeq)
+    assert(sums(Array(90L, 110L, 100L, 100L), 4) == Seq(90L, 110L, 100L, 100L))
+  }
+
+  test("the largest piece is the least any contiguous cut into that many pieces allows") {
+    val rnd = new scala.util.Random(7)
+    for (_ <- 1 to 200) {
+      val sizes = Array.fill(1 + rnd.nextInt(9))(if (rnd.nextInt(4) == 0) 0L else rnd.nextInt(50).toLong)
+      val k = 1 + rnd.nextInt(sizes.length)
+      // Every cut into at most k contiguous ranges: the ends chosen among the inner boundaries.
+      val best = (1 until sizes.length).toList.combinations(k - 1).flatMap { ends =>
+        Seq(0 +: ends :+ sizes.length)
+      }.map(b => b.zip(b.tail).map { case (s, e) => sizes.slice(s, e).sum }.max).min
+      val cut = SplitPieces.cut(sizes, k)
+      assert(cut.size <= k)
+      assert(cut.map { case (s, e) => sizes.slice(s, e).sum }.sum == sizes.sum)
+      if (sizes.sum > 0) assert(sums(sizes, k).max == best, s"${sizes.toSeq} in $k")
+    }
+  }
 }
