@@ -1,5 +1,7 @@
 package hivejoinopts.skew.runtime
 
+import scala.collection.mutable
+
 import org.apache.spark.sql.execution.PartialReducerPartitionSpec
 
 /**
@@ -22,20 +24,39 @@ private[runtime] object SplitPieces {
 
   /**
    * `sizes` (one per map task) in at most `k` contiguous ranges [start, end) whose largest sum is
-   * the least any such cut allows: a piece is a task, and the stage waits for its longest. Cutting
-   * where a running sum passes each k-th of the total would merge a map block below the average
-   * with the next one, a piece twice the others'.
+   * the least any such cut allows (a piece is a task, and the stage waits for its longest), and
+   * as many as `k` where the map tasks allow: the largest range cut again at its middle until
+   * there are `k`, since a block's bytes tell its rows only roughly and smaller pieces even them
+   * out. Cutting where a running sum passes each k-th of the total instead would merge a block
+   * below the average with the next one, a piece twice the others'.
    */
   private[runtime] def cut(sizes: Array[Long], k: Int): Seq[(Int, Int)] = {
+    val before = sizes.scanLeft(0L)(_ + _)
+    def sum(r: (Int, Int)): Long = before(r._2) - before(r._1)
     // The least cap that packs into k ranges, found by halving between the largest block and
     // the total: each probe is one pass over the map tasks.
     var lo = if (sizes.isEmpty) 0L else sizes.max
-    var hi = math.max(lo, sizes.sum)
+    var hi = math.max(lo, before.last)
     while (lo < hi) {
       val cap = lo + (hi - lo) / 2
       if (pack(sizes, cap).size <= k) hi = cap else lo = cap + 1
     }
-    pack(sizes, lo).filter { case (s, e) => sizes.slice(s, e).sum > 0 }
+    val open = mutable.PriorityQueue(pack(sizes, lo).filter(sum(_) > 0): _*)(Ordering.by(sum))
+    val done = Seq.newBuilder[(Int, Int)]
+    var count = open.size
+    while (count < k && open.nonEmpty) {
+      val (s, e) = open.dequeue()
+      // The boundary that leaves both parts some bytes and the larger part least.
+      val middle = (s + 1 until e).filter(b => before(b) > before(s) && before(e) > before(b))
+        .minByOption(b => math.max(before(b) - before(s), before(e) - before(b)))
+      middle match {
+        case Some(b) =>
+          open.enqueue(s -> b, b -> e)
+          count += 1
+        case None => done += s -> e
+      }
+    }
+    (done.result() ++ open.dequeueAll).sortBy(_._1)
   }
 
   /** `sizes` in ranges filled in order up to `cap` each (a block over it alone). */

@@ -49,4 +49,16 @@ class SplitPiecesSuite extends AnyFunSuite {
       if (sizes.sum > 0) assert(sums(sizes, k).max == best, s"${sizes.toSeq} in $k")
     }
   }
+
+  test("as many pieces as asked where the map tasks allow, the largest no larger for it") {
+    // Blocks of two sizes, as map tasks over files of unequal splits write them.
+    val sizes = Array.tabulate(64)(i => if (i % 3 == 0) 126L else 25L)
+    for (k <- Seq(27, 47, 64)) {
+      val cut = SplitPieces.cut(sizes, k)
+      assert(cut.size == k, cut)
+      assert(cut.map { case (s, e) => e - s }.sum == 64)
+      // No more than a block where there are fewer than two pieces to a big block.
+      if (k >= 43) assert(sums(sizes, k).max == 126L)
+    }
+  }
 }
