@@ -27,6 +27,10 @@ private[runtime] final case class HeavyKey(
   /** The bytes of the key's rows on `side` of the join, read from `in`. */
   def bytesOn(side: JoinSide, in: StageInput): Double = in.totalBytes * side.pick(leftShare, rightShare)
 
+  /** The work of joining the key's rows on `side`, in bytes: its rows at `in`'s row work. */
+  def workOn(side: JoinSide, in: StageInput): Double =
+    math.max(bytesOn(side, in), side.pick(leftRows, rightRows) * in.rowBytes)
+
   /** The map tasks of `side` that wrote the key. */
   def tasksOn(side: JoinSide): Int = side.pick(leftTasks, rightTasks)
 

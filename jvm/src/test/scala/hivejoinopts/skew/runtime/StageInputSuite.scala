@@ -4,6 +4,8 @@ import org.apache.spark.sql.execution.{CoalescedPartitionSpec, SortExec}
 import org.apache.spark.sql.execution.adaptive.AQEShuffleReadExec
 import org.apache.spark.sql.internal.SQLConf
 
+import hivejoinopts.plan.LeftSide
+
 /** A shuffled join's input as a completed stage: what it reads, and the same read without some partitions. */
 class StageInputSuite extends CompletedJoinStages {
 
@@ -17,6 +19,27 @@ class StageInputSuite extends CompletedJoinStages {
     assert(c.l.counts.get.heaviest.head._2.rows == 1501)
     assert(c.l.totalBytes == c.l.bytesByPartition.sum && c.l.totalBytes > 0)
     assert(c.l.partitionBytes(partitionOfSeven(c.l)) == c.l.bytesByPartition.max)
+  }
+
+  test("a heavy key's rows weigh as much work as the other keys' rows, however well its block " +
+      "compresses") {
+    // The big side reads only the key: the heavy key's rows are one value repeated.
+    val c = completed("SELECT count(*) FROM big JOIN small ON big.k = small.k")
+    val seven = partitionOfSeven(c.l)
+    val others = (0 until 8).filter(_ != seven)
+    // A row's bytes outside the key's partition, from the rows those partitions hold.
+    val otherRowBytes = others.map(c.l.partitionBytes).sum.toDouble /
+      rowsOf(c.l.sortedRead(others.map(c.l.whole)))
+    val counts = c.l.counts.get
+    val keyRows = counts.heaviest.head._2.rows
+    assert(c.l.partitionBytes(seven).toDouble / keyRows < 0.5 * otherRowBytes)
+    assert(c.l.totalBytes.toDouble / counts.rows < 0.8 * otherRowBytes)
+    assert(c.l.rowBytes > 0.7 * otherRowBytes && c.l.rowBytes < 1.5 * otherRowBytes,
+      s"${c.l.rowBytes} against $otherRowBytes")
+    val key = HeavyKey(Seq(7L), seven, keyRows, 1L, counts.share(keyRows), 0.0)
+    assert(key.workOn(LeftSide, c.l) >= 0.7 * keyRows * otherRowBytes)
+    assert(key.bytesOn(LeftSide, c.l) < 0.5 * key.workOn(LeftSide, c.l))
+    assert(c.l.bytesOf(seven, Seq(key), LeftSide) == key.workOn(LeftSide, c.l))
   }
 
   test("its tasks as Spark read them, and a read of other ranges, sorted as the join's input") {
