@@ -46,14 +46,14 @@ private[runtime] object SplitPieces {
     var count = open.size
     while (count < k && open.nonEmpty) {
       val (s, e) = open.dequeue()
-      // The boundary that leaves both parts some bytes and the larger part least.
-      val middle = (s + 1 until e).filter(b => before(b) > before(s) && before(e) > before(b))
-        .minByOption(b => math.max(before(b) - before(s), before(e) - before(b)))
-      middle match {
-        case Some(b) =>
-          open.enqueue(s -> b, b -> e)
-          count += 1
-        case None => done += s -> e
+      // Of the boundaries that leave both parts some bytes, the one whose larger part is least.
+      val inner = (s + 1 until e).filter(b => before(b) > before(s) && before(e) > before(b))
+      if (inner.isEmpty) done += s -> e
+      else {
+        val b = inner.minBy(b => math.max(before(b) - before(s), before(e) - before(b)))
+        open.enqueue(s -> b)
+        open.enqueue(b -> e)
+        count += 1
       }
     }
     (done.result() ++ open.dequeueAll).sortBy(_._1)
