@@ -47,10 +47,10 @@ private[runtime] object SplitPieces {
     while (count < k && open.nonEmpty) {
       val (s, e) = open.dequeue()
       // Of the boundaries that leave both parts some bytes, the one whose larger part is least.
-      val inner = (s + 1 until e).filter(b => before(b) > before(s) && before(e) > before(b))
+      val inner = (s + 1 until e).filter(b => sum(s -> b) > 0 && sum(b -> e) > 0)
       if (inner.isEmpty) done += s -> e
       else {
-        val b = inner.minBy(b => math.max(before(b) - before(s), before(e) - before(b)))
+        val b = inner.minBy(b => math.max(sum(s -> b), sum(b -> e)))
         open.enqueue(s -> b)
         open.enqueue(b -> e)
         count += 1

@@ -47,7 +47,7 @@ private[runtime] final case class StageInput(
     val average = totalBytes.toDouble / c.rows
     val perPartition = c.rows.toDouble / numPartitions
     val lightRows = (c.rows - c.keys.values.map(_.rows).filter(_ > perPartition).sum).toDouble
-    val median = bytesByPartition.sorted.apply(numPartitions / 2).toDouble
+    val median = StageInput.median(bytesByPartition).toDouble
     if (lightRows < numPartitions) average else math.max(average, median * numPartitions / lightRows)
   }.getOrElse(0.0)
 
@@ -94,6 +94,10 @@ private[runtime] object ReadsStage {
 }
 
 private[runtime] object StageInput {
+
+  /** The median of partitions' `bytes` (0 for none). */
+  def median(bytes: collection.IndexedSeq[Long]): Long =
+    if (bytes.isEmpty) 0L else bytes.sorted.apply(bytes.size / 2)
 
   /** The join input `plan` as a [[StageInput]], when it reads a completed shuffle stage. */
   def read(plan: SparkPlan): Option[StageInput] = plan match {

@@ -17,7 +17,7 @@ private[runtime] final case class StageLoad(
 
   val evenBytes: Double = stageBytes.toDouble / slots
 
-  val medianBytes: Long = if (bytes.isEmpty) 0L else bytes.sorted.apply(bytes.size / 2)
+  val medianBytes: Long = StageInput.median(bytes)
 
   /** A task reading at least this holds the stage back. */
   val holdBackBytes: Double = skewFactor * math.max(evenBytes, medianBytes.toDouble)
