@@ -227,10 +227,11 @@ object HiveJoinOptsConf {
 
   val SKEW_JOIN_RUNTIME_MAX_TIME_RATIO: Flag[Double] = flag(Flag.double(
     PREFIX + "skewJoin.runtime.maxTimeRatio",
-    "A split is made only where its estimated time on the stage's slots is at most this " +
-      "ratio of the time of the plan Spark would run (bytes read per task, the rows heavy keys " +
-      "produce and a fixed cost per task, the remainder's extra shuffle included). Over 1, " +
-      "splits the estimate calls slower run too (for tests).",
+    "A split, or a spread stage, is made only where its estimated time on the stage's slots " +
+      "is at most this ratio of the time of the plan Spark would run (bytes read per task, the " +
+      "rows heavy keys produce and a fixed cost per task, the remainder's extra shuffle " +
+      "included; rows per task for a spread stage). Over 1, those the estimate calls slower " +
+      "run too (for tests).",
     V020, default = 0.9, f => f > 0, "Must be a positive ratio."))
 
   val SKEW_JOIN_RUNTIME_MAX_TASKS: Flag[Int] = flag(Flag.int(
@@ -238,6 +239,21 @@ object HiveJoinOptsConf {
     "At most this many tasks join the heavy keys of one join at run time; a split that needs " +
       "more is not made.",
     V020, default = 4096, _ > 0, "Must be a positive number of tasks."))
+
+  val SKEW_JOIN_RUNTIME_SPREAD_STAGE_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "skewJoin.runtime.spreadStage.enabled",
+    "Spread a stage that reads shuffles over its task slots while the query runs (rule " +
+      "SpreadStageOverSlots): where Spark coalesced its partitions into fewer tasks than the " +
+      "slots balance (a partition of 1 MB at least: a few MB of rows that compress well are " +
+      "millions of rows), each of its tasks is cut into ranges of about the stage's rows over " +
+      "(skewJoin.taskSlots x skewJoin.runtime.tasksPerSlot). Needs adaptive execution.",
+    V020, default = true))
+
+  val SKEW_JOIN_RUNTIME_SPREAD_STAGE_MIN_TASK_ROWS: Flag[Long] = flag(Flag.long(
+    PREFIX + "skewJoin.runtime.spreadStage.minTaskRows",
+    "A task of a spread stage reads at least this many rows: a task costs about the work of a " +
+      "quarter of them however few it reads.",
+    V020, default = 100000L, _ > 0, "Must be a positive number of rows."))
 
   // ---- map-join pruning ----
 
@@ -466,4 +482,11 @@ object HiveJoinOptsConf {
   /** True when the master switch, the family switch and the rule's own flag are on. */
   def ruleEnabled(conf: SQLConf, family: Family, ruleFlag: Flag[Boolean]): Boolean =
     enabled(conf) && family.switch(conf) && ruleFlag(conf)
+
+  /** The slots a stage's tasks run on side by side: skewJoin.taskSlots, else the cluster's cores. */
+  def taskSlots(conf: SQLConf, session: org.apache.spark.sql.SparkSession): Int =
+    SKEW_JOIN_TASK_SLOTS(conf) match {
+      case 0 => math.max(1, session.sparkContext.defaultParallelism)
+      case n => n
+    }
 }

@@ -11,7 +11,7 @@ import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, Coar
 import hivejoinopts.log.{DecisionsTable, ResolveDecisionsTable}
 import hivejoinopts.mapjoinpruning.{JoinKeyValuePushdown, RuntimeValueSetFromBroadcast, RuntimeValueSetFromShuffle, RuntimeValueSetPushdown, RuntimeValueSetWait, RuntimeValueSetWaitColumnar}
 import hivejoinopts.skew.{ResolveSkewHint, SkewHintNames, SkewJoinSplit}
-import hivejoinopts.skew.runtime.{CountShuffledJoinKeys, SkewJoinRuntimeSplit}
+import hivejoinopts.skew.runtime.{CountShuffledJoinKeys, SkewJoinRuntimeSplit, SpreadStageOverSlots}
 
 /**
  * The value of `spark.sql.extensions`: `hivejoinopts.HiveJoinOptsExtension`. It injects the
@@ -116,9 +116,12 @@ object HiveJoinOptsExtension {
     // write. Once both stages have completed, the stage that reads them is split by key, as its
     // plan is optimized, after Spark's coalescing of its partitions: no cost comparison of whole
     // plans judges a split there, and what Spark's own skew handling already split is left.
+    // Then a stage no key holds back, but coalesced into fewer tasks than its slots balance, is
+    // spread over them.
     ExtensionRule.atStart("the run-time skew split", "adaptive execution's rules") { ext =>
       ext.injectQueryStagePrepRule(CountShuffledJoinKeys)
       ext.injectQueryStageOptimizerRule(SkewJoinRuntimeSplit(_))
+      ext.injectQueryStageOptimizerRule(SpreadStageOverSlots(_))
     },
 
     // ---- map-join pruning, once the shuffles are final ----

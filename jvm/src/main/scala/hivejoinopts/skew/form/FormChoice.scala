@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUti
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.internal.SQLConf
 
+import hivejoinopts.HiveJoinOptsConf
 import hivejoinopts.HiveJoinOptsConf._
 import hivejoinopts.plan.{Candidates, FileRelation, JoinKeys, JoinSides}
 import hivejoinopts.scan.{KeyColumn, KeySample, KeySampler, Narrowing, OrcStringStatistics, ParquetFileSkipping, RowGroupOverlap}
@@ -156,11 +157,7 @@ private[skew] final class FormChoice(session: SparkSession, conf: SQLConf) {
       Try(fit.otherBytes.toDouble).getOrElse(0.0), buckets)
   }
 
-  /** The slots that run a stage's tasks side by side: the flag, else the cluster's cores. */
-  private def taskSlots: Int = SKEW_JOIN_TASK_SLOTS(conf) match {
-    case 0 => math.max(1, session.sparkContext.defaultParallelism)
-    case n => n
-  }
+  private def taskSlots: Int = HiveJoinOptsConf.taskSlots(conf, session)
 }
 
 private[skew] object FormChoice {

@@ -169,11 +169,7 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
       (if (region.top ne region.join) Seq("copiedAbove" -> region.path.init.map(_.nodeName).mkString(", "))
       else Nil)
 
-  /** The slots a stage runs on: the flag, else the cluster's cores. */
-  private def taskSlots: Int = SKEW_JOIN_TASK_SLOTS(conf) match {
-    case 0 => math.max(1, session.sparkContext.defaultParallelism)
-    case n => n
-  }
+  private def taskSlots: Int = HiveJoinOptsConf.taskSlots(conf, session)
 }
 
 object SkewJoinRuntimeSplit {
