@@ -55,7 +55,9 @@ def test_fuzzed_queries_with_every_rule_crossed(spark, tmp_path, request):
     print(report.summary())
     assert not report.failures, report.summary()
     assert report.together[("CoarsenJoinShuffle", "SkewJoinRuntimeSplit")] >= 1, report.summary()
+    assert report.together[("CoarsenJoinShuffle", "SpreadStageOverSlots")] >= 1, report.summary()
     assert report.fired["SkewJoinRuntimeSplit"] >= queries // 5, report.summary()
+    assert report.fired["SpreadStageOverSlots"] >= queries // 10, report.summary()
     assert report.statuses["too_big"] <= queries // 10, report.summary()
 
 

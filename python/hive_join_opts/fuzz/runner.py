@@ -67,6 +67,9 @@ def draw_settings(rnd: random.Random) -> dict[str, str]:
         # A scan in no order on the key takes the range as a filter on its rows before the
         # shuffle; the small tables' ranges are wide, so a low share takes more of them.
         PREFIX + "mapJoinPruning.runtime.minFilteredRowShare": rnd.choice(["0.5", "0.05"]),
+        # A task of a spread stage at one row in half of the queries: a stage Spark read in fewer
+        # tasks than its partitions is spread over the 64 slots, a partition a task.
+        PREFIX + "skewJoin.runtime.spreadStage.minTaskRows": rnd.choice(["1", "100000"]),
     }
 
 
