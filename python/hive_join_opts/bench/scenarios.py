@@ -14,6 +14,7 @@ from . import (
     runtime_value_set_pushdown,
     skew_join_runtime_split,
     skew_join_split,
+    spread_stage_over_slots,
 )
 from .model import Scenario, unique
 
@@ -23,6 +24,7 @@ SCENARIOS: list[Scenario] = unique([
     *no_candidates.SCENARIOS,
     *skew_join_split.SCENARIOS,
     *skew_join_runtime_split.SCENARIOS,
+    *spread_stage_over_slots.SCENARIOS,
     *join_key_value_pushdown.SCENARIOS,
     *runtime_value_set_pushdown.SCENARIOS,
     *aggregate_join_to_window.SCENARIOS,
