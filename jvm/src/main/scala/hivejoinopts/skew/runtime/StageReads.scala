@@ -68,10 +68,9 @@ private[runtime] object StageReads {
    * The reads of the stage planned as `plan`: None where it reads no shuffle; Left(why) where
    * they cannot be cut alike.
    */
-  def of(plan: SparkPlan): Option[Either[String, StageReads]] = {
-    val found = reads(plan)
-    if (found.exists(_.isEmpty)) None else Some(found.flatMap(aligned))
-  }
+  def of(plan: SparkPlan): Option[Either[String, StageReads]] =
+    if (!plan.exists(_.isInstanceOf[ShuffleQueryStageExec])) None
+    else Some(reads(plan).flatMap(aligned))
 
   private def reads(plan: SparkPlan): Either[String, Seq[Read]] = plan match {
     case r: AQEShuffleReadExec => r.child match {
@@ -81,6 +80,9 @@ private[runtime] object StageReads {
     case s: ShuffleQueryStageExec => Right(Seq(s -> s))
     case _: QueryStageExec => Right(Nil)
     case _: Exchange => Left("its plan holds a shuffle of its own (a split's)")
+    // A table's scan (a bucketed one, partitioned as the shuffles are) is read in its own
+    // partitions: Spark coalesces no such stage either.
+    case leaf if leaf.children.isEmpty => Left(s"it reads a ${leaf.nodeName} besides shuffles")
     case other => other.children.foldLeft[Either[String, Seq[Read]]](Right(Nil)) {
       case (acc, child) => for (a <- acc; b <- reads(child)) yield a ++ b
     }

@@ -168,6 +168,20 @@ class SpreadStageOverSlotsSuite extends HiveJoinOptsQueryTest {
     }
   }
 
+  test("stays away from a stage that reads a bucketed table besides a shuffle") {
+    withTable("sa_buckets") {
+      spark.table("sa").write.bucketBy(8, "k").saveAsTable("sa_buckets")
+      withSpreadConf(SQLConf.SHUFFLE_PARTITIONS.key -> "8",
+          HiveJoinOptsConf.SKEW_JOIN_RUNTIME_SPREAD_STAGE_MIN_TASK_ROWS.key -> "1") {
+        val q = "SELECT a.k, a.v, b.w FROM sa_buckets a JOIN sb b ON a.k = b.k"
+        checkSameAnswer(sql(q))
+        val d = spreads(sql(q))
+        assert(d.nonEmpty && d.forall(!_.fired), d.mkString("\n"))
+        assert(d.exists(_.reason.contains("besides shuffles")), d.mkString("\n"))
+      }
+    }
+  }
+
   test("its flag off leaves Spark's tasks") {
     withSpreadConf(HiveJoinOptsConf.SKEW_JOIN_RUNTIME_SPREAD_STAGE_ENABLED.key -> "false") {
       val q = "SELECT a.k, a.v, b.w FROM sa a JOIN sb b ON a.k = b.k"
