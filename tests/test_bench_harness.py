@@ -89,6 +89,27 @@ def test_the_floor_table_gives_the_most_a_plan_of_the_join_stage_could_gain():
     assert floor_table([SimpleNamespace(tuned=None, tuned_tenth=None)]) == []
 
 
+def test_the_tuned_table_names_the_settings_its_scenarios_tune():
+    from hive_join_opts.bench.report import tuned_table
+    from hive_join_opts.bench.skew_join_split import aqe_tuned
+    from hive_join_opts.bench.spread_stage_over_slots import aqe_sized
+
+    def run():
+        return SimpleNamespace(wall_ms=1000.0, sim64_ms=100.0, join_stage_tasks_ms=[5.0],
+                               straggler=1.0, bytes_read=0, bytes_shuffled=0)
+
+    def result(tuned_conf):
+        return SimpleNamespace(scenario=SimpleNamespace(name="s", tuned_conf=tuned_conf),
+                               spark=run(), tuned=run(), tuned_tenth=run(), extension=run(),
+                               speedup_vs_tuned=1.0, sim64_vs_tuned=1.0, sim64_vs_tuned_tenth=1.0,
+                               tuned_split=False, fired=[])
+
+    skew = "\n".join(tuned_table([result(aqe_tuned)]))
+    assert "(`advisoryPartitionSizeInBytes` and `skewedPartitionThresholdInBytes` set to" in skew
+    sizes = "\n".join(tuned_table([result(aqe_sized)]))
+    assert "(`advisoryPartitionSizeInBytes` and `minPartitionSize` set to" in sizes
+
+
 def test_longest_tasks_are_placed_first():
     # Longest first onto the slot free first: 9 | 5+3 | 4+3 finishes at 9 on three slots;
     # in the order given (3, 9, 3, 4, 5) it would take 3+4 | 9 | 3+5 = 9 too, but

@@ -91,8 +91,9 @@ _TUNED = [("scenario", "l"), ("wall s Spark / tuned / ext", "r"), ("ext vs tuned
 
 
 def tuned_table(results: list[Result]) -> list[str]:
-    """For scenarios with a third run: Spark's defaults, Spark with adaptive execution's skew
-    thresholds tuned to the data, and the extension, side by side."""
+    """For scenarios with a third run: Spark's defaults, Spark with adaptive execution's sizes
+    tuned to the data (its skew thresholds, or its partition sizes), and the extension, side by
+    side."""
     rows = [r for r in results if r.tuned is not None]
     if not rows:
         return []
@@ -116,10 +117,12 @@ def tuned_table(results: list[Result]) -> list[str]:
                 _three(lambda x: _mb(x.bytes_shuffled), *runs),
                 "yes" if r.tuned_split else "no", ", ".join(r.fired) or "none"]
 
+    # The settings the scenarios tune, by their last name (`advisoryPartitionSizeInBytes`).
+    tuned = sorted({key.rsplit(".", 1)[-1] for r in rows for key in r.scenario.tuned_conf(1.0)})
     return _table(_TUNED, [row(r) for r in rows],
-                  "Against Spark with adaptive execution's skew handling tuned to the data "
-                  "(`skewedPartitionThresholdInBytes` and `advisoryPartitionSizeInBytes` "
-                  "lowered to the size the scenario is built for, and to a tenth of it, "
+                  "Against Spark with adaptive execution tuned to the data ("
+                  + " and ".join(f"`{key}`" for key in tuned)
+                  + " set to the size the scenario is built for, and to a tenth of it, "
                   "tuned÷10); the join stage's tasks, its longest task and its tasks alone on "
                   "64 slots (the join stage's own time there, the scans before it left out), "
                   "of the run nearest the median straggler factor:")
