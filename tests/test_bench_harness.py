@@ -548,6 +548,7 @@ def test_progress_hears_of_the_row_check_and_each_round(monkeypatch):
 def test_the_report_has_a_table_per_comparison_its_rows_a_cell_per_column():
     from hive_join_opts.bench import report
     from hive_join_opts.bench.runner import Result
+    from hive_join_opts.bench.skew_join_split import aqe_tuned
 
     def measured(wall_ms, plan="plan", tasks=()):
         return replace(run(wall_ms, 2.0, wall_ms / 2, tasks), plan=plan,
@@ -555,7 +556,7 @@ def test_the_report_has_a_table_per_comparison_its_rows_a_cell_per_column():
 
     plain = Result(scenario=SimpleNamespace(name="plain", title="t"), spark_runs=[measured(1000)],
                    extension_runs=[measured(800)], fired=["R"], decisions=[], same_answer=True)
-    every = Result(scenario=SimpleNamespace(name="every", title="t"),
+    every = Result(scenario=SimpleNamespace(name="every", title="t", tuned_conf=aqe_tuned),
                    spark_runs=[measured(1000, tasks=[500, 100, 100])],
                    extension_runs=[measured(900, tasks=[150] * 3)], fired=[], decisions=[],
                    same_answer=False, tuned_runs=[measured(950, "skew=true", [200] * 128)],
