@@ -92,7 +92,6 @@ SCENARIOS = tuple(
         tuned_conf=aqe_sized,
         own_slots_run=True,
         join_stage=shuffle_join_stage,
-        expect_rewrite=layout == "sorted",
     )
     for layout in LAYOUTS for query in QUERIES
 )
