@@ -1,9 +1,8 @@
 package hivejoinopts.skew.runtime
 
-import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
-import org.apache.spark.sql.execution.{CoalescedPartitionSpec, SparkPlan}
+import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, QueryStageExec, ShuffleQueryStageExec}
-import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, Exchange, ShuffleExchangeExec}
+import org.apache.spark.sql.execution.exchange.Exchange
 
 /**
  * The shuffle reads of one stage's plan: completed shuffle stages of the same number of
@@ -11,26 +10,22 @@ import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, Exchange, S
  * read in the same tasks (ranges of consecutive partitions). Spark coalesces a stage's reads
  * alike, so that co-partitioned inputs stay aligned; reads cut again alike stay aligned too.
  *
- * @param stages the stage each read reads, in the plan's order (a stage read twice, twice)
+ * @param inputs each read, in the plan's order (a stage read twice, twice)
  * @param tasks  the reducer partitions [start, end) each task of the stage reads, as Spark
  *               planned them
  */
-private[runtime] final case class StageReads(
-    stages: Seq[ShuffleQueryStageExec],
-    tasks: Seq[(Int, Int)]) {
+private[runtime] final case class StageReads(inputs: Seq[StageInput], tasks: Seq[(Int, Int)]) {
 
-  def numPartitions: Int = stages.head.mapStats.get.bytesByPartitionId.length
+  def numPartitions: Int = inputs.head.numPartitions
 
   /**
    * The rows of each reducer partition over every read: a read's rows (those its shuffle's map
    * tasks wrote) spread over its partitions as its bytes are.
    */
   lazy val rows: IndexedSeq[Long] = {
-    val perRead = stages.map { s =>
-      val bytes = s.mapStats.get.bytesByPartitionId
-      val total = bytes.sum
-      val rows = s.getRuntimeStatistics.rowCount.map(_.toDouble).getOrElse(0.0)
-      (p: Int) => if (total <= 0) 0.0 else bytes(p) * rows / total
+    val perRead = inputs.map { in =>
+      val rows = in.stage.getRuntimeStatistics.rowCount.map(_.toDouble).getOrElse(0.0)
+      (p: Int) => if (in.totalBytes <= 0) 0.0 else in.partitionBytes(p) * rows / in.totalBytes
     }
     (0 until numPartitions).map(p => math.round(perRead.map(_(p)).sum))
   }
@@ -42,16 +37,13 @@ private[runtime] final case class StageReads(
 
   /** `plan` with every read of a stage reading `ranges`, one task each. */
   def readIn(plan: SparkPlan, ranges: Seq[(Int, Int)]): SparkPlan = {
-    def specs(s: ShuffleQueryStageExec) = {
-      val bytes = s.mapStats.get.bytesByPartitionId
-      ranges.map { case (start, end) => CoalescedPartitionSpec(start, end, (start until end).map(bytes).sum) }
-    }
+    val specs = inputs.map(in => in.stage.id -> in.ranges(ranges)).toMap
     def read(p: SparkPlan): SparkPlan = p match {
       case r: AQEShuffleReadExec => r.child match {
-        case s: ShuffleQueryStageExec => AQEShuffleReadExec(s, specs(s))
+        case s: ShuffleQueryStageExec => AQEShuffleReadExec(s, specs(s.id))
         case _ => r
       }
-      case s: ShuffleQueryStageExec => AQEShuffleReadExec(s, specs(s))
+      case s: ShuffleQueryStageExec => AQEShuffleReadExec(s, specs(s.id))
       case q: QueryStageExec => q
       case other => other.withNewChildren(other.children.map(read))
     }
@@ -88,39 +80,28 @@ private[runtime] object StageReads {
     }
   }
 
+  /** The reads as [[StageInput]]s (which admits only the reads cut here), or why not. */
   private def aligned(found: Seq[Read]): Either[String, StageReads] = {
-    val stages = found.map(_._2)
-    val tasks = found.map { case (read, stage) => specsOf(read, stage) }
-    if (stages.exists(s => !s.isMaterialized || s.mapStats.isEmpty)) {
+    def anyRead(what: AQEShuffleReadExec => Boolean) =
+      found.exists { case (r: AQEShuffleReadExec, _) => what(r); case _ => false }
+    lazy val inputs = found.map { case (read, _) => StageInput.read(read) }
+    lazy val tasks = inputs.flatten.map(_.tasks.map(c => c.startReducerIndex -> c.endReducerIndex))
+    if (found.exists { case (_, s) => !s.isMaterialized || s.mapStats.isEmpty }) {
       Left("a shuffle it reads has no map statistics")
-    } else if (stages.exists(s => !s.shuffle.isInstanceOf[ShuffleExchangeExec] ||
-        s.shuffle.shuffleOrigin != ENSURE_REQUIREMENTS ||
-        !s.outputPartitioning.isInstanceOf[HashPartitioning])) {
-      Left("a shuffle it reads is not hash-partitioned for an operator's distribution")
-    } else if (stages.map(_.mapStats.get.bytesByPartitionId.length).distinct.size > 1) {
-      Left("its shuffles have different numbers of partitions")
-    } else if (found.exists { case (r, _) => isRead(r, _.isLocalRead) }) {
+    } else if (anyRead(_.isLocalRead)) {
       Left("a shuffle is read map task by map task (a local read of a broadcast join's side)")
-    } else if (found.exists { case (r, _) => isRead(r, _.hasSkewedPartition) }) {
+    } else if (anyRead(_.hasSkewedPartition)) {
       Left("Spark's skew split reads part of a partition")
-    } else if (tasks.exists(_.isEmpty) || tasks.distinct.size > 1) {
+    } else if (anyRead(!_.isCoalescedRead)) {
+      Left("its shuffles are not all read in ranges of consecutive partitions")
+    } else if (inputs.exists(_.isEmpty)) {
+      Left("a shuffle it reads is not hash-partitioned for an operator's distribution")
+    } else if (inputs.flatten.map(_.numPartitions).distinct.size > 1) {
+      Left("its shuffles have different numbers of partitions")
+    } else if (tasks.distinct.size > 1) {
       Left("its shuffles are not all read in the same ranges of partitions")
     } else {
-      Right(StageReads(stages, tasks.head.get))
+      Right(StageReads(inputs.flatten, tasks.head))
     }
-  }
-
-  private def isRead(read: SparkPlan, what: AQEShuffleReadExec => Boolean): Boolean = read match {
-    case r: AQEShuffleReadExec => what(r)
-    case _ => false
-  }
-
-  /** The ranges a read reads, one per task; None where a task reads part of a partition. */
-  private def specsOf(read: SparkPlan, stage: ShuffleQueryStageExec)
-      : Option[Seq[(Int, Int)]] = read match {
-    case r: AQEShuffleReadExec if r.isCoalescedRead && !r.isLocalRead && !r.hasSkewedPartition =>
-      Some(r.partitionSpecs.collect { case c: CoalescedPartitionSpec => c.startReducerIndex -> c.endReducerIndex })
-    case _: AQEShuffleReadExec => None
-    case _ => stage.mapStats.map(_.bytesByPartitionId.indices.map(p => p -> (p + 1)).toSeq)
   }
 }
