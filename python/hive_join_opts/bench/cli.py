@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import _progress as progress
 from . import report, suite, suite_report, tpch_skew
-from .model import TENTH
+from .model import SHUFFLE_PARTITIONS, TENTH, planned_for
 from .scenarios import select
 
 
@@ -129,9 +129,9 @@ def run_suite(args) -> int:
     from .._session import local_session
 
     spark = local_session(f"hive-join-opts bench --suite {name}", fixed_heap=True, bench=True)
-    spark.conf.set("spark.sql.shuffle.partitions", suite.SHUFFLE_PARTITIONS)
+    spark.conf.set("spark.sql.shuffle.partitions", SHUFFLE_PARTITIONS)
     if args.task_slots:
-        for key, value in suite.planned_for(args.task_slots).items():
+        for key, value in planned_for(args.task_slots).items():
             spark.conf.set(key, value)
     tpc.register(spark, suite.SUITES[name], folder)
     tuned = suite.aqe_tuned(args.scale) if name == "tpch-skew" else None
@@ -148,7 +148,7 @@ def run_suite(args) -> int:
         queries=list(args.query), task_slots=args.task_slots, tuned_conf=tuned or {},
         tuned_tenth_conf=tuned_tenth or {},
         spark_version=spark.version,
-        master=spark.sparkContext.master, shuffle_partitions=suite.SHUFFLE_PARTITIONS,
+        master=spark.sparkContext.master, shuffle_partitions=SHUFFLE_PARTITIONS,
         work_source=suite_run.work.source)
     (out / f"{name}.md").write_text(suite_report.markdown(results, context))
     (out / f"{name}.json").write_text(

@@ -44,6 +44,20 @@ TASK_SLOTS_KEY = "spark.sql.hiveJoinOpts.skewJoin.taskSlots"
 # Whether the map tasks count join keys for the run-time split.
 COUNT_KEYS_KEY = "spark.sql.hiveJoinOpts.skewJoin.runtime.countKeys.enabled"
 
+# Spark's default; the local session the CLI builds sets fewer.
+SHUFFLE_PARTITIONS = "200"
+
+
+def planned_for(slots: int) -> dict[str, str]:
+    """Every configuration planned as a cluster of `slots` task slots plans it: the skew split
+    weighs a split against them, scans are cut into splits for them, and adaptive execution
+    coalesces each shuffle into at least that many partitions (on `slots` cores it aims at a
+    `slots`-th of the bytes per task; on the local session's 2, at half, which no split of one
+    key could beat)."""
+    return {TASK_SLOTS_KEY: str(slots),
+            "spark.sql.leafNodeDefaultParallelism": str(slots),
+            "spark.sql.adaptive.coalescePartitions.minPartitionNum": str(slots)}
+
 
 @dataclass(frozen=True)
 class Dataset:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .model import TASK_SLOTS_KEY, Dataset, Scenario
+from .model import SHUFFLE_PARTITIONS, Dataset, Scenario, planned_for
 from .stages import shuffle_join_stage
 
 FACT_ROWS = 6_000_000
@@ -47,11 +47,9 @@ def _dataset(layout: str) -> Dataset:
 
 
 def planned_for_64(scale: float) -> dict[str, str]:
-    """As a 64-core cluster plans with Spark's defaults: Spark's 200 shuffle partitions, scans
-    cut and shuffles coalesced for 64 slots, the extension planning for them."""
-    return {TASK_SLOTS_KEY: "64", "spark.sql.shuffle.partitions": "200",
-            "spark.sql.leafNodeDefaultParallelism": "64",
-            "spark.sql.adaptive.coalescePartitions.minPartitionNum": "64"}
+    """As a 64-core cluster plans with Spark's defaults: Spark's shuffle partitions, scans cut
+    and shuffles coalesced for 64 slots, the extension planning for them."""
+    return {"spark.sql.shuffle.partitions": SHUFFLE_PARTITIONS, **planned_for(64)}
 
 
 def aqe_sized(scale: float) -> dict[str, str]:

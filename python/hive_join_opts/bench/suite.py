@@ -32,27 +32,13 @@ from pathlib import Path
 
 from .._compare import difference
 from .. import _progress as progress
-from .model import ENABLED_KEY, EXTENSION, SPARK, TASK_SLOTS_KEY, TENTH, TUNED, TUNED_TENTH
+from .model import ENABLED_KEY, EXTENSION, SPARK, TENTH, TUNED, TUNED_TENTH
 from .runner import Bench, aqe_split, paired_speedup, planning_ms, sample_ms
 from .skew_join_split import MB, aqe_skew_split_at
 
 # Suite -> the benchmark whose query texts it runs.
 SUITES = {"tpch": "tpch", "tpcds": "tpcds", "tpch-skew": "tpch"}
 TITLES = {"tpch": "TPC-H", "tpcds": "TPC-DS", "tpch-skew": "TPC-H Skew"}
-# Spark's default; the local session the CLI builds sets fewer.
-SHUFFLE_PARTITIONS = "200"
-
-
-def planned_for(slots: int) -> dict[str, str]:
-    """Every configuration planned as a cluster of `slots` task slots plans it: the skew split
-    weighs a split against them, scans are cut into splits for them, and adaptive execution
-    coalesces each shuffle into at least that many partitions (on `slots` cores it aims at a
-    `slots`-th of the bytes per task; on the local session's 2, at half, which no split of one
-    key could beat)."""
-    return {TASK_SLOTS_KEY: str(slots),
-            "spark.sql.leafNodeDefaultParallelism": str(slots),
-            "spark.sql.adaptive.coalescePartitions.minPartitionNum": str(slots)}
-
 OK = "ok"
 FAILS_IN_BOTH = "fails in both"
 FAILED = "failed"
