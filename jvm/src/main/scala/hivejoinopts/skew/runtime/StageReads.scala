@@ -95,7 +95,9 @@ private[runtime] object StageReads {
     } else if (anyRead(!_.isCoalescedRead)) {
       Left("its shuffles are not all read in ranges of consecutive partitions")
     } else if (inputs.exists(_.isEmpty)) {
-      Left("a shuffle it reads is not hash-partitioned for an operator's distribution")
+      val s = found.zip(inputs).collectFirst { case ((_, stage), None) => stage }.get
+      Left(s"a shuffle it reads is ${s.outputPartitioning.getClass.getSimpleName} for " +
+        s"${s.shuffle.shuffleOrigin}, not hash-partitioned for an operator's distribution")
     } else if (inputs.flatten.map(_.numPartitions).distinct.size > 1) {
       Left("its shuffles have different numbers of partitions")
     } else if (tasks.distinct.size > 1) {

@@ -182,6 +182,20 @@ class SpreadStageOverSlotsSuite extends HiveJoinOptsQueryTest {
     }
   }
 
+  test("stays away from an ORDER BY's range shuffle and a user's repartition, naming them") {
+    withSpreadConf(HiveJoinOptsConf.SKEW_JOIN_RUNTIME_SPREAD_STAGE_MIN_TASK_ROWS.key -> "1") {
+      Seq(
+        "SELECT k, v FROM sa ORDER BY v" -> "RangePartitioning for ENSURE_REQUIREMENTS",
+        "SELECT /*+ REPARTITION(8, k) */ k, v FROM sa" -> "for REPARTITION_BY_NUM"
+      ).foreach { case (q, named) =>
+        checkSameAnswer(sql(q))
+        val d = spreads(sql(q))
+        assert(d.nonEmpty && d.forall(!_.fired), d.mkString("\n"))
+        assert(d.exists(_.reason.contains(named)), d.mkString("\n"))
+      }
+    }
+  }
+
   test("its flag off leaves Spark's tasks") {
     withSpreadConf(HiveJoinOptsConf.SKEW_JOIN_RUNTIME_SPREAD_STAGE_ENABLED.key -> "false") {
       val q = "SELECT a.k, a.v, b.w FROM sa a JOIN sb b ON a.k = b.k"
