@@ -63,7 +63,8 @@ import hivejoinopts.rules.Attempt.declineIf
  * partitioning, so nothing is shuffled again for it; the heavy keys' partial aggregates, a few
  * rows per task, meet in a small shuffle of their own.
  *
- * It must not fire, and says why in the decision log, when: the join's inputs are not both
+ * It must not fire, and says why in the decision log, when: its stage computes a
+ * non-deterministic expression ([[TaskDependentExpression]]); the join's inputs are not both
  * completed shuffle stages of the same partitions (Spark broadcasts a side, or its own skew
  * handling split the join already); no key's partition holds the stage back on
  * `skewJoin.taskSlots` slots, or the key holds less than `skewJoin.runtime.minKeyBytes`; fewer
@@ -109,7 +110,9 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
     val ReadsStage(r) = j.right
     val n = l.numPartitions
     val base = Seq("leftStage" -> l.stage.id, "rightStage" -> r.stage.id, "partitions" -> n)
+    val varies = TaskDependentExpression.in(root)
     for {
+      _ <- declineIf(varies.isDefined)(TaskDependentExpression.reason(varies.get), base: _*)
       _ <- declineIf(!SplitMode.JoinTypes(j.joinType))(s"${Candidates.joinTypeName(j.joinType)} joins are not split",
         base: _*)
       _ <- declineIf(r.numPartitions != n)("its inputs have different numbers of partitions",

@@ -34,7 +34,8 @@ import hivejoinopts.rules.Attempt.declineIf
  * A partition that holds a heavy key stays one task: that is the run-time split's work
  * ([[SkewJoinRuntimeSplit]], which runs first).
  *
- * It must not fire, and says why in the decision log, when: the stage's reads are not all
+ * It must not fire, and says why in the decision log, when: the stage computes a
+ * non-deterministic expression ([[TaskDependentExpression]]); the stage's reads are not all
  * completed shuffle stages of the same number of partitions, hash-partitioned for an operator's
  * distribution and read in the same ranges (Spark's skew split, a local read, a user's
  * repartition), or it also reads a table's scan (a bucketed side, partitioned as the shuffles
@@ -54,6 +55,8 @@ case class SpreadStageOverSlots(session: SparkSession) extends HiveJoinOptsPhysi
       decide(describe(plan))(for {
         _ <- declineIf(plan.exists(_.getTagValue(SplitPlan.Rest).isDefined))(
           "the run-time split planned the stage")
+        varies = TaskDependentExpression.in(plan)
+        _ <- declineIf(varies.isDefined)(TaskDependentExpression.reason(varies.get))
         reads <- found.left.map(Declined(_))
         spread <- attempt(plan, reads)
       } yield spread)

@@ -376,6 +376,21 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("stays away from a stage that computes a non-deterministic expression: its values stay " +
+      "Spark's") {
+    withRuntimeConf() {
+      Seq("SELECT big.k, big.v, small.w, rand(3) AS r FROM big JOIN small ON big.k = small.k",
+          "SELECT big.k, big.v, monotonically_increasing_id() AS i FROM big JOIN small " +
+            "ON big.k = small.k").foreach { q =>
+        checkSameAnswer(sql(q))
+        val d = runtimeDecisions(sql(q))
+        assert(d.nonEmpty && d.forall(!_.fired), d.mkString("\n"))
+        assert(d.forall(_.reason.contains("whose values follow the tasks its rows fall in")),
+          d.mkString("\n"))
+      }
+    }
+  }
+
   test("a hinted key spread over the files is left to the run-time split, which splits it") {
     withRuntimeConf() {
       val q = "SELECT /*+ SKEW('big', 'k', 7) */ big.k, big.v, small.w FROM big " +

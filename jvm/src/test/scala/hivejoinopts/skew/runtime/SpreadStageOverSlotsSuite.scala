@@ -196,6 +196,17 @@ class SpreadStageOverSlotsSuite extends HiveJoinOptsQueryTest {
     }
   }
 
+  test("stays away from a stage that computes a non-deterministic expression: its values stay " +
+      "Spark's") {
+    withSpreadConf() {
+      val q = "SELECT a.k, a.v, b.w, rand(3) AS r FROM sa a JOIN sb b ON a.k = b.k"
+      checkSameAnswer(sql(q))
+      val d = spreads(sql(q))
+      assert(d.nonEmpty && d.forall(!_.fired), d.mkString("\n"))
+      assert(d.exists(_.reason.contains("rand(3) in Project")), d.mkString("\n"))
+    }
+  }
+
   test("its flag off leaves Spark's tasks") {
     withSpreadConf(HiveJoinOptsConf.SKEW_JOIN_RUNTIME_SPREAD_STAGE_ENABLED.key -> "false") {
       val q = "SELECT a.k, a.v, b.w FROM sa a JOIN sb b ON a.k = b.k"
