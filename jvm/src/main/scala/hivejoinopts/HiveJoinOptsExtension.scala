@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import hivejoinopts.compat.SparkShims
 import hivejoinopts.correlation.{AggregateJoinToWindow, CoarsenJoinShuffle, CoarsenJoinShuffleColumnar, GroupByCastJoinKey, MergeSameKeyAggregates, PruneRepeatedInSubquery}
 import hivejoinopts.log.{DecisionsTable, ResolveDecisionsTable}
+import hivejoinopts.plan.MarkTaskDependentShuffles
 import hivejoinopts.mapjoinpruning.{JoinKeyValuePushdown, RuntimeValueSetFromBroadcast, RuntimeValueSetFromShuffle, RuntimeValueSetPushdown, RuntimeValueSetWait, RuntimeValueSetWaitColumnar}
 import hivejoinopts.skew.{ResolveSkewHint, SkewHintNames, SkewJoinSplit}
 import hivejoinopts.skew.runtime.{CountShuffledJoinKeys, SkewJoinRuntimeSplit, SpreadStageOverSlots}
@@ -117,8 +118,10 @@ object HiveJoinOptsExtension {
     // plan is optimized, after Spark's coalescing of its partitions: no cost comparison of whole
     // plans judges a split there, and what Spark's own skew handling already split is left.
     // Then a stage no key holds back, but coalesced into fewer tasks than its slots balance, is
-    // spread over them.
+    // spread over them. Both see only their stage: each shuffle records first whether an
+    // operator at or above it depends on how rows fall into tasks.
     ExtensionRule.atStart("the run-time skew split", "adaptive execution's rules") { ext =>
+      ext.injectQueryStagePrepRule(_ => MarkTaskDependentShuffles)
       ext.injectQueryStagePrepRule(CountShuffledJoinKeys)
       ext.injectQueryStageOptimizerRule(SkewJoinRuntimeSplit(_))
       ext.injectQueryStageOptimizerRule(SpreadStageOverSlots(_))

@@ -58,6 +58,8 @@ case class AggregateJoinToWindow(session: SparkSession) extends HiveJoinOptsLogi
 
   override def family: Family = Correlation
 
+  override protected def movesRowsBetweenTasks: Boolean = true
+
   override def flag: Flag[Boolean] = HiveJoinOptsConf.CORRELATION_AGGREGATE_JOIN_TO_WINDOW_ENABLED
 
   override protected def rewrite(plan: LogicalPlan): LogicalPlan = visit(plan)

@@ -50,6 +50,8 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
 
   override def family: Family = Correlation
 
+  override protected def movesRowsBetweenTasks: Boolean = true
+
   override def flag: Flag[Boolean] = HiveJoinOptsConf.CORRELATION_COARSEN_JOIN_SHUFFLE_ENABLED
 
   override protected def rewrite(plan: SparkPlan): SparkPlan = plan.transformUp {

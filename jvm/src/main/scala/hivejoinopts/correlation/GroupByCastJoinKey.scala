@@ -49,6 +49,8 @@ case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogical
 
   override def family: Family = Correlation
 
+  override protected def movesRowsBetweenTasks: Boolean = true
+
   override def flag: Flag[Boolean] = HiveJoinOptsConf.CORRELATION_GROUP_BY_CAST_JOIN_KEY_ENABLED
 
   override protected def rewrite(plan: LogicalPlan): LogicalPlan =

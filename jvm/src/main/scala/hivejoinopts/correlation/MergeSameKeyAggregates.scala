@@ -62,6 +62,8 @@ case class MergeSameKeyAggregates(session: SparkSession) extends HiveJoinOptsLog
 
   override def family: Family = Correlation
 
+  override protected def movesRowsBetweenTasks: Boolean = true
+
   override def flag: Flag[Boolean] = HiveJoinOptsConf.CORRELATION_MERGE_SAME_KEY_AGGREGATES_ENABLED
 
   override protected def rewrite(plan: LogicalPlan): LogicalPlan = visit(plan)

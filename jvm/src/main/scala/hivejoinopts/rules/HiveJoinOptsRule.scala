@@ -13,12 +13,15 @@ import org.apache.spark.sql.hivejoinopts.Flag
 import hivejoinopts.{HiveJoinOptsAnalysisException, HiveJoinOptsConf}
 import hivejoinopts.HiveJoinOptsConf.Family
 import hivejoinopts.log.{Decision, DecisionLog, Outcome, QueryText}
+import hivejoinopts.plan.TaskDependence
 
 /**
  * The base of every rule of hive-join-opts. It
  *  - returns the plan untouched unless the master switch, the family switch and the rule's own
  *    flag are on, read at apply time so `SET` works per session, and inside the queries rules
  *    run while planning ([[InternalQuery]]);
+ *  - leaves a plan whose answer depends on how its rows fall into tasks ([[TaskDependence]]) as
+ *    Spark plans it, if the rule changes that ([[movesRowsBetweenTasks]]);
  *  - catches any non-fatal failure of the rule, logs it with the rule's name, records it in the
  *    decision log and returns the original plan (rethrows when `strict` is on); bad user input
  *    reported as [[HiveJoinOptsAnalysisException]] always fails the query;
@@ -38,6 +41,12 @@ abstract class HiveJoinOptsRule[T <: TreeNode[T]] extends Rule[T] with Logging {
   /** The rewrite itself; runs only when the rule is switched on. */
   protected def rewrite(plan: T): T
 
+  /**
+   * Whether the rule changes which task computes a row, or the order rows reach an operator: such
+   * a rule leaves a plan whose answer depends on that ([[TaskDependence.of]]) as Spark plans it.
+   */
+  protected def movesRowsBetweenTasks: Boolean = false
+
   /** The name users see in the decision log and in logs. */
   def name: String = getClass.getSimpleName.stripSuffix("$")
 
@@ -50,6 +59,13 @@ abstract class HiveJoinOptsRule[T <: TreeNode[T]] extends Rule[T] with Logging {
       case _ =>
     }
     if (!HiveJoinOptsConf.ruleEnabled(conf, family, flag)) return plan
+    if (movesRowsBetweenTasks) {
+      val dependence = TaskDependence.of(plan)
+      if (dependence.isDefined) {
+        skipped("the plan", TaskDependence.reason(dependence.get))
+        return plan
+      }
+    }
     try rewrite(plan) catch {
       case e: HiveJoinOptsAnalysisException => throw e
       // A LinkageError too: a JAR built for one Spark line also runs on the next (4.3 on the

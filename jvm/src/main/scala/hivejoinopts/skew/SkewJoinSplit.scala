@@ -61,6 +61,8 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
   import SkewJoinSplit._
 
   override def family: Family = HiveJoinOptsConf.SkewJoin
+  override protected def movesRowsBetweenTasks: Boolean = true
+
   override def flag: Flag[Boolean] = HiveJoinOptsConf.SKEW_JOIN_SPLIT_ENABLED
 
   override protected def rewrite(plan: LogicalPlan): LogicalPlan = {

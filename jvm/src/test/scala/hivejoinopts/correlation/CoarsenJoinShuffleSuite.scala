@@ -68,6 +68,16 @@ class CoarsenJoinShuffleSuite extends CorrelationSuiteBase {
         assert(shufflesOf(on) == 3, on)
       }
     }
+    test(s"not for a query computing a non-deterministic expression: its values stay Spark's " +
+        s"(adaptive execution $aqe)") {
+      // rand(3) is drawn in the join's tasks, which the rule would partition on k alone.
+      val sql = """SELECT k, sum(x) FROM (SELECT f1.k, f2.w * rand(3) AS x FROM f1 JOIN f2
+                  |ON f1.k = f2.k AND f1.b = f2.b) GROUP BY k""".stripMargin
+      withShuffledJoins(aqe) {
+        checkSameAnswer(spark.sql(sql))
+        assertSkipped(Rule, spark.sql(sql), "rand(3) in Project, non-deterministic")
+      }
+    }
   }
 
   /** The plan's aggregates, sort-merge joins and shuffles with their keys, indented by depth. */

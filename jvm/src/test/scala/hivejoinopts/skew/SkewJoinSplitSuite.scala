@@ -330,6 +330,17 @@ class SkewJoinSplitSuite extends SkewJoinTestBase {
     }
   }
 
+  test("a query computing a non-deterministic expression: the rule stays away and its values " +
+      "stay Spark's") {
+    withSkewConf() {
+      val query = "SELECT big.k, big.v, small.w, rand(3) AS r FROM big JOIN small ON big.k = small.k"
+      checkSameAnswer(sql(query))
+      val d = decisions(sql(query))
+      assert(d.size == 1 && !d.head.fired &&
+        d.head.reason.contains("rand(3) in Project, non-deterministic"), d)
+    }
+  }
+
   test("a side Spark broadcasts whole: no shuffle, nothing to do") {
     withSkewConf(SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "10485760") {
       val d = decisions(sql(select("INNER", "big.k = small.k")))

@@ -63,9 +63,9 @@ import hivejoinopts.rules.Attempt.declineIf
  * partitioning, so nothing is shuffled again for it; the heavy keys' partial aggregates, a few
  * rows per task, meet in a small shuffle of their own.
  *
- * It must not fire, and says why in the decision log, when: its stage computes a
- * non-deterministic expression ([[TaskDependentExpression]]); the join's inputs are not both
- * completed shuffle stages of the same partitions (Spark broadcasts a side, or its own skew
+ * It must not fire, and says why in the decision log, when: its stage, or an operator above it,
+ * computes a non-deterministic expression ([[hivejoinopts.plan.TaskDependence]]); the join's
+ * inputs are not both completed shuffle stages of the same partitions (Spark broadcasts a side, or its own skew
  * handling split the join already); no key's partition holds the stage back on
  * `skewJoin.taskSlots` slots, or the key holds less than `skewJoin.runtime.minKeyBytes`; fewer
  * than two map tasks wrote the key (the planning-time split spreads a key its table keeps in its
@@ -81,6 +81,8 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
   import SkewJoinRuntimeSplit._
 
   override def family: Family = HiveJoinOptsConf.SkewJoin
+
+  override protected def movesRowsBetweenTasks: Boolean = true
 
   override def flag: Flag[Boolean] = SKEW_JOIN_RUNTIME_ENABLED
 
@@ -110,9 +112,7 @@ case class SkewJoinRuntimeSplit(session: SparkSession) extends HiveJoinOptsPhysi
     val ReadsStage(r) = j.right
     val n = l.numPartitions
     val base = Seq("leftStage" -> l.stage.id, "rightStage" -> r.stage.id, "partitions" -> n)
-    val varies = TaskDependentExpression.in(root)
     for {
-      _ <- declineIf(varies.isDefined)(TaskDependentExpression.reason(varies.get), base: _*)
       _ <- declineIf(!SplitMode.JoinTypes(j.joinType))(s"${Candidates.joinTypeName(j.joinType)} joins are not split",
         base: _*)
       _ <- declineIf(r.numPartitions != n)("its inputs have different numbers of partitions",

@@ -34,9 +34,9 @@ import hivejoinopts.rules.Attempt.declineIf
  * A partition that holds a heavy key stays one task: that is the run-time split's work
  * ([[SkewJoinRuntimeSplit]], which runs first).
  *
- * It must not fire, and says why in the decision log, when: the stage computes a
- * non-deterministic expression ([[TaskDependentExpression]]); the stage's reads are not all
- * completed shuffle stages of the same number of partitions, hash-partitioned for an operator's
+ * It must not fire, and says why in the decision log, when: the stage, or an operator above it,
+ * computes a non-deterministic expression ([[hivejoinopts.plan.TaskDependence]]); the stage's
+ * reads are not all completed shuffle stages of the same number of partitions, hash-partitioned for an operator's
  * distribution and read in the same ranges (Spark's skew split, a local read, a user's
  * repartition), or it also reads a table's scan (a bucketed side, partitioned as the shuffles
  * are); the run-time split planned the stage; no task of Spark's holds more than a slot's
@@ -48,6 +48,8 @@ case class SpreadStageOverSlots(session: SparkSession) extends HiveJoinOptsPhysi
 
   override def family: Family = HiveJoinOptsConf.SkewJoin
 
+  override protected def movesRowsBetweenTasks: Boolean = true
+
   override def flag: Flag[Boolean] = SKEW_JOIN_RUNTIME_SPREAD_STAGE_ENABLED
 
   override protected def rewrite(plan: SparkPlan): SparkPlan =
@@ -55,8 +57,6 @@ case class SpreadStageOverSlots(session: SparkSession) extends HiveJoinOptsPhysi
       decide(describe(plan))(for {
         _ <- declineIf(plan.exists(_.getTagValue(SplitPlan.Rest).isDefined))(
           "the run-time split planned the stage")
-        varies = TaskDependentExpression.in(plan)
-        _ <- declineIf(varies.isDefined)(TaskDependentExpression.reason(varies.get))
         reads <- found.left.map(Declined(_))
         spread <- attempt(plan, reads)
       } yield spread)

@@ -385,7 +385,7 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
         checkSameAnswer(sql(q))
         val d = runtimeDecisions(sql(q))
         assert(d.nonEmpty && d.forall(!_.fired), d.mkString("\n"))
-        assert(d.forall(_.reason.contains("whose values follow the tasks its rows fall in")),
+        assert(d.forall(_.reason.contains("non-deterministic: its values follow the tasks its rows fall in")),
           d.mkString("\n"))
       }
     }

@@ -199,11 +199,17 @@ class SpreadStageOverSlotsSuite extends HiveJoinOptsQueryTest {
   test("stays away from a stage that computes a non-deterministic expression: its values stay " +
       "Spark's") {
     withSpreadConf() {
-      val q = "SELECT a.k, a.v, b.w, rand(3) AS r FROM sa a JOIN sb b ON a.k = b.k"
-      checkSameAnswer(sql(q))
-      val d = spreads(sql(q))
-      assert(d.nonEmpty && d.forall(!_.fired), d.mkString("\n"))
-      assert(d.exists(_.reason.contains("rand(3) in Project")), d.mkString("\n"))
+      // In the join's stage, and in a later stage, whose rows arrive in another order once the
+      // join's stage runs in more tasks.
+      Seq("SELECT a.k, a.v, b.w, rand(3) AS r FROM sa a JOIN sb b ON a.k = b.k",
+        "SELECT k, n * rand(3) AS r FROM (SELECT a.k, count(*) AS n FROM sa a JOIN sb b " +
+          "ON a.k = b.k AND a.b = b.b GROUP BY a.k)").foreach { q =>
+        checkSameAnswer(sql(q))
+        val d = spreads(sql(q))
+        assert(d.nonEmpty && d.forall(!_.fired), d.mkString("\n"))
+        assert(d.exists(x => x.reason.contains("computes rand(3) in") &&
+          x.reason.contains("non-deterministic")), d.mkString("\n"))
+      }
     }
   }
 
