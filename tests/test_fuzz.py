@@ -73,6 +73,21 @@ def test_fuzzed_queries_with_runtime_value_sets(spark, tmp_path, request):
     assert report.fired["RuntimeValueSetPushdown"] >= queries // 10, report.summary()
 
 
+def test_fuzzed_queries_with_a_non_deterministic_column(spark, tmp_path, request):
+    """The crossed-rules queries with rand(7), monotonically_increasing_id() or
+    spark_partition_id() on top, whose values follow the tasks rows fall in: every answer must
+    stay Spark's, value for value, and the rules that would move rows between tasks must be seen
+    to leave the query as Spark plans it."""
+    queries = max(request.config.getoption("--fuzz-queries") // 5, 20)
+    seed = request.config.getoption("--fuzz-seed")
+    report = fuzz(spark, queries, seed + 4, tmp_path, profile="non-deterministic")
+    print(report.summary())
+    assert not report.failures, report.summary()
+    kept = report.kept_for_task_dependence
+    assert kept["SkewJoinRuntimeSplit"] >= queries // 10, report.summary()
+    assert kept["CoarsenJoinShuffle"] >= 1, report.summary()
+
+
 # Queries the fuzzer once found wrong or failing (seed, query number, profile), each kept as a
 # regression test.
 REGRESSIONS = [

@@ -221,7 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only query number N of the seed (what a failure says to reproduce)")
     p.add_argument("--profile", default="default", choices=sorted(PROFILES),
                    help="settings forced on every query: runtime-split makes the run-time skew "
-                        "split fire wherever a key is heavier than a slot's share")
+                        "split fire wherever a key is heavier than a slot's share; "
+                        "non-deterministic puts rand(7) or a partition-dependent column on top "
+                        "of the crossed-rules queries")
     p.add_argument("--out", metavar="FILE",
                    help="also write the report as JSON (rewritten with each progress line)")
     p.set_defaults(run=_cmd_fuzz)

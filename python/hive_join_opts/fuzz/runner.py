@@ -92,6 +92,11 @@ _RUNTIME_SPLIT = {
     PREFIX + "skewJoin.runtime.maxTimeRatio": "100",
 }
 
+# The number of a decision that left a plan as Spark's for its non-deterministic expression.
+TASK_DEPENDENT = "taskDependent"
+# The non-deterministic columns the non-deterministic profile puts on top of a query.
+_NON_DETERMINISTIC = ("rand(7)", "monotonically_increasing_id()", "spark_partition_id()")
+
 # Settings a profile forces on every query, over the drawn ones.
 PROFILES: dict[str, dict[str, str]] = {
     "default": {},
@@ -111,6 +116,10 @@ PROFILES: dict[str, dict[str, str]] = {
         PREFIX + "mapJoinPruning.bigSide.minSkippedRowShare": "0",
     },
 }
+# The crossed-rules profile's queries with a non-deterministic column on top (its values follow
+# the tasks its rows fall in): every rule that would move rows between tasks must leave the query
+# as Spark plans it, and the others must not change those values either.
+PROFILES["non-deterministic"] = PROFILES["crossed-rules"]
 # Run-time value sets wherever the footers allow: every join side counts as too big to evaluate
 # while planning, so map-join pruning takes its run-time path, with every other rule as eager as
 # in crossed-rules.
@@ -131,6 +140,12 @@ PROFILE_SHAPES: dict[str, dict[str, int]] = {
     "crossed-rules": {"crossed": 60, "coarsen": 15, "skew": 10, "subquery": 5, "general": 10},
     "runtime-value-sets": {"small_side": 45, "crossed": 25, "subquery": 15, "general": 15},
 }
+PROFILE_SHAPES["non-deterministic"] = PROFILE_SHAPES["crossed-rules"]
+
+
+def with_non_deterministic_column(sql: str, rnd: random.Random) -> str:
+    """`sql` with a non-deterministic column on top, drawn from `rnd`."""
+    return f"SELECT q_.*, {rnd.choice(_NON_DETERMINISTIC)} AS nd_ FROM ({sql}) q_"
 
 
 @dataclass
@@ -158,6 +173,8 @@ class Case:
     # The key types whose run-time value sets filter the rows of a scan in no order before the
     # shuffle (filtered_key_types).
     rows_filtered: list[str] = field(default_factory=list)
+    # The rules that left the query as Spark plans it for its non-deterministic expression.
+    kept_for_task_dependence: list[str] = field(default_factory=list)
     tables: str = ""
     rows: int = 0
 
@@ -206,6 +223,8 @@ class Report:
     # subquery's values, and of those, the queries per kind of subquery.
     filtered_by_subquery: int = 0
     filtered_by_subquery_kind: Counter = field(default_factory=Counter)
+    # Per rule, the queries it left as Spark plans them for a non-deterministic expression.
+    kept_for_task_dependence: Counter = field(default_factory=Counter)
 
     def never_fired(self) -> list[str]:
         return [r for r in self.rules if self.fired[r] == 0]
@@ -239,6 +258,10 @@ class Report:
                               for k, n in sorted(self.filtered_by_subquery_kind.items()))
             lines.append("queries whose run-time value sets prune a filtered side by a "
                          f"subquery's values: {self.filtered_by_subquery} ({kinds})")
+        if self.kept_for_task_dependence:
+            lines.append("queries each rule left as Spark plans them for a non-deterministic "
+                         "expression: " + ", ".join(
+                             f"{r} {n}" for r, n in sorted(self.kept_for_task_dependence.items())))
         lines.append(f"{self.empty} of the {self.statuses['same']} equal answers were empty")
         if self.invalid:
             lines.append(f"{len(self.invalid)} queries failed with the extension off too "
@@ -261,6 +284,7 @@ class Report:
             "without_adaptive": self.without_adaptive,
             "filtered_by_subquery": self.filtered_by_subquery,
             "filtered_by_subquery_kind": dict(self.filtered_by_subquery_kind),
+            "kept_for_task_dependence": dict(self.kept_for_task_dependence),
         }, indent=2)
 
 
@@ -334,6 +358,8 @@ def run_case(spark, case: Case) -> Case:
         case.looked_up = any(_looked_up(d) for d in decisions)
         case.rows_filtered = filtered_key_types(decisions)
         case.filtering_subqueries = filtered_by_subquery(decisions)
+        case.kept_for_task_dependence = sorted(
+            {d.rule for d in decisions if not d.fired and TASK_DEPENDENT in d.numbers})
     diff = difference(off, on)
     case.status, case.detail = ("differ", diff) if diff else ("same", "")
     return case
@@ -413,6 +439,7 @@ def fuzz(
     filtered_by_type = Counter()
     without_adaptive = 0
     by_subquery, by_subquery_kind = 0, Counter()
+    kept = Counter()
     indices = [only] if only is not None else list(range(queries))
     start = time.monotonic()
     world, world_index = None, None
@@ -420,7 +447,7 @@ def fuzz(
     def report(ran: int) -> Report:
         return Report(seed, ran, time.monotonic() - start, statuses, fired, shapes, rules,
                       failures, invalid, empty, together, listed, looked_up, nested, filtered,
-                      filtered_by_type, without_adaptive, by_subquery, by_subquery_kind)
+                      filtered_by_type, without_adaptive, by_subquery, by_subquery_kind, kept)
 
     sc = spark.sparkContext
     sc.addJobTag(_JOB_TAG)
@@ -436,7 +463,9 @@ def fuzz(
                 world_index = w
             rnd = random.Random(f"{seed}:query:{i}")
             q = QueryGenerator(rnd, world, PROFILE_SHAPES.get(profile)).query()
-            case = Case(i, seed, world.seed, {**draw_settings(rnd), **forced}, q.sql, q.shape,
+            settings = {**draw_settings(rnd), **forced}
+            sql = with_non_deterministic_column(q.sql, rnd) if profile == "non-deterministic" else q.sql
+            case = Case(i, seed, world.seed, settings, sql, q.shape,
                         tables=world.describe(), nested=NESTED in q.tags)
             run_case(spark, case)
             statuses[case.status] += 1
@@ -449,6 +478,7 @@ def fuzz(
             without_adaptive += case.without_adaptive
             by_subquery += bool(case.filtering_subqueries)
             by_subquery_kind.update(case.filtering_subqueries)
+            kept.update(case.kept_for_task_dependence)
             shapes[case.shape] += 1
             fired.update(case.fired)
             together.update((a, b) for i, a in enumerate(case.fired) for b in case.fired[i + 1:]

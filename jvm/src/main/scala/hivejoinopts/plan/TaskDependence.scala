@@ -36,6 +36,9 @@ object TaskDependence {
     case _ => None
   }
 
+  /** The decision's number that names the expression: `taskDependent`. */
+  val Number = "taskDependent"
+
   /** Why a rule leaves a plan computing `what` as Spark plans it. */
   def reason(what: String): String =
     s"the query computes $what, non-deterministic: its values follow the tasks its rows fall in"

@@ -62,7 +62,8 @@ abstract class HiveJoinOptsRule[T <: TreeNode[T]] extends Rule[T] with Logging {
     if (movesRowsBetweenTasks) {
       val dependence = TaskDependence.of(plan)
       if (dependence.isDefined) {
-        skipped("the plan", TaskDependence.reason(dependence.get))
+        skipped("the plan", TaskDependence.reason(dependence.get),
+          TaskDependence.Number -> dependence.get)
         return plan
       }
     }
