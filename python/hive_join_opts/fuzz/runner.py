@@ -295,8 +295,9 @@ _HOOKS_WITHOUT_DECISIONS = ("hintResolution", "resolution", "parser", "columnar"
 
 
 def expected_rules(spark) -> list[str]:
-    """The rules that rewrite optimized or physical plans, as the loaded extension injects them."""
-    injected = list(spark._jvm.hivejoinopts.HiveJoinOpts.injectedRules(spark._jsparkSession))
+    """The rules that rewrite optimized or physical plans, as the loaded extension injects them
+    (not those that only mark a plan, which write no decision)."""
+    injected = list(spark._jvm.hivejoinopts.HiveJoinOpts.rulesWithDecisions(spark._jsparkSession))
     names = []
     for entry in injected:
         hook, name = entry.split(":", 1)

@@ -44,7 +44,14 @@ object HiveJoinOpts extends Logging {
    * Rules of hive-join-opts found in the session's analyzer, optimizer and planner lists, its
    * columnar rules and its parser, as `hook:RuleName`.
    */
-  def injectedRules(session: SparkSession): java.util.List[String] = {
+  def injectedRules(session: SparkSession): java.util.List[String] =
+    injected(session, isOurs).asJava
+
+  /** The injected rules that write decisions to the log (those of [[injectedRules]] that rewrite). */
+  def rulesWithDecisions(session: SparkSession): java.util.List[String] =
+    injected(session, _.isInstanceOf[HiveJoinOptsRule[_]]).asJava
+
+  private def injected(session: SparkSession, pick: AnyRef => Boolean): Seq[String] = {
     val state = SparkShims.classicSession(session).sessionState
     val lists: Seq[(String, Seq[AnyRef])] = Seq(
       "hintResolution" -> SparkShims.hintResolutionRules(state.analyzer),
@@ -60,12 +67,11 @@ object HiveJoinOpts extends Logging {
       "runtimeOptimizer" -> state.adaptiveRulesHolder.runtimeOptimizerRules,
       "queryStageOptimizer" -> state.adaptiveRulesHolder.queryStageOptimizerRules,
       "queryPostPlannerStrategy" -> state.adaptiveRulesHolder.queryPostPlannerStrategyRules)
-    val found = for {
+    for {
       (hook, rules) <- lists
       rule <- rules
-      if isOurs(rule)
+      if pick(rule)
     } yield s"$hook:${rule.getClass.getSimpleName.stripSuffix("$")}"
-    found.asJava
   }
 
   private def isOurs(rule: AnyRef): Boolean =
