@@ -7,7 +7,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarRule, FilterExec, ProjectExec, SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.QueryStageExec
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExchangeExec}
+import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExchangeExec, ValidateRequirements}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.hivejoinopts.Flag
 
@@ -44,7 +44,11 @@ import hivejoinopts.plan.{Candidates, JoinSide, JoinSides}
  * (where it also drops the exchange Spark adds again on top of an input stage already partitioned
  * on `k`), and before the columnar transitions without it. It does not touch exchanges a user
  * asked for (repartition), joins whose inputs are not both shuffled by Spark, full outer joins, or
- * keys that are not join keys of the side whose partitioning the join keeps.
+ * keys that are not join keys of the side whose partitioning the join keeps; and it leaves the
+ * whole plan as it was when the rewritten plan would not meet an operator's required
+ * distribution (`ValidateRequirements`): a union of two such joins whose inputs Spark found
+ * partitioned alike, read by an aggregate above as one partitioned input, is no longer so once
+ * one input's partitioning is written anew.
  */
 case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysicalRule {
 
@@ -54,9 +58,31 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
 
   override def flag: Flag[Boolean] = HiveJoinOptsConf.CORRELATION_COARSEN_JOIN_SHUFFLE_ENABLED
 
-  override protected def rewrite(plan: SparkPlan): SparkPlan = plan.transformUp {
-    case upper @ ShuffleExchangeExec(HashPartitioning(keys, n), child, ENSURE_REQUIREMENTS, _) =>
-      coarsen(keys, n, child).getOrElse(upper)
+  /** A rewrite of one join, and its decision once the whole plan is checked. */
+  private case class Coarsened(candidate: String, numbers: Seq[(String, Any)])
+
+  override protected def rewrite(plan: SparkPlan): SparkPlan = {
+    val done = collection.mutable.ArrayBuffer.empty[Coarsened]
+    val out = plan.transformUp {
+      case upper @ ShuffleExchangeExec(HashPartitioning(keys, n), child, ENSURE_REQUIREMENTS, _) =>
+        coarsen(keys, n, child, done).getOrElse(upper)
+    }
+    // An operator above may rely on the old partitioning in a way the chain does not show: a
+    // union whose inputs Spark found partitioned alike is read as one partitioned input, and
+    // is no longer so when one input's partitioning is written anew. Every operator's required
+    // distribution is checked again, as Spark's own ValidateRequirements does.
+    val valid = done.isEmpty || ValidateRequirements.validate(out)
+    done.foreach { c =>
+      if (valid) {
+        fired(c.candidate, "the join's inputs are shuffled on the coarser key only, so the " +
+          "operator above needs no shuffle", c.numbers: _*)
+      } else {
+        skipped(c.candidate, "the plan with its inputs shuffled on the coarser key would not " +
+          "meet an operator's required distribution above it (a union of inputs Spark found " +
+          "partitioned alike, or a join that needs them co-partitioned)", c.numbers: _*)
+      }
+    }
+    if (valid) out else plan
   }
 
   /** The chain of partitioning-preserving nodes below an exchange, down to a shuffled join. */
@@ -67,7 +93,11 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
     case _ => None
   }
 
-  private def coarsen(keys: Seq[Expression], n: Int, child: SparkPlan): Option[SparkPlan] = {
+  private def coarsen(
+      keys: Seq[Expression],
+      n: Int,
+      child: SparkPlan,
+      done: collection.mutable.ArrayBuffer[Coarsened]): Option[SparkPlan] = {
     val (chain, join) = chainToJoin(child).getOrElse(return None)
     val sides = JoinSide.both.filter(JoinSides(join.joinType).keepsPartitioningOf)
     // Positions of the exchange's keys among the join keys, on a side whose partitioning the
@@ -98,9 +128,9 @@ case class CoarsenJoinShuffle(session: SparkSession) extends HiveJoinOptsPhysica
     val newJoin = join.withNewChildren(inputs)
     val top = chain.foldRight(newJoin: SparkPlan)((node, c) => node.withNewChildren(Seq(c)))
     if (!partitionedOn(top.outputPartitioning, keys, n)) return None
-    fired(candidate, "the join's inputs are shuffled on the coarser key only, so the operator " +
-      "above needs no shuffle", Seq("joinKeys" -> join.leftKeys.size, "shuffleKeys" -> keys.size,
-      "partitions" -> n) ++ distinctNumbers :+ ("minDistinctKeys" -> minDistinct): _*)
+    done += Coarsened(candidate, Seq("joinKeys" -> join.leftKeys.size,
+      "shuffleKeys" -> keys.size, "partitions" -> n) ++ distinctNumbers :+
+      ("minDistinctKeys" -> minDistinct))
     Some(top)
   }
 
