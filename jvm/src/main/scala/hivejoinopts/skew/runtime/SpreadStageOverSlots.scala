@@ -3,6 +3,7 @@ package hivejoinopts.skew.runtime
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.ShuffleQueryStageExec
+import org.apache.spark.sql.execution.exchange.ValidateRequirements
 import org.apache.spark.sql.hivejoinopts.Flag
 
 import hivejoinopts.HiveJoinOptsConf
@@ -77,7 +78,12 @@ case class SpreadStageOverSlots(session: SparkSession) extends HiveJoinOptsPhysi
       _ <- declineIf(cut.time > SKEW_JOIN_RUNTIME_MAX_TIME_RATIO(conf) * cut.sparkTime)(
         f"the spread stage would take ${cut.time / cut.sparkTime}%.2f of the time of Spark's " +
           s"plan on $slots slots, over skewJoin.runtime.maxTimeRatio", numbers: _*)
-    } yield Rewrite(reads.readIn(plan, cut.ranges), s"Spark's ${reads.tasks.size} tasks " +
+      spread = reads.readIn(plan, cut.ranges)
+      // Every read is cut alike, so each operator's distribution holds; checked as Spark checks
+      // its own coalescing, in case an operator relies on the reads in a way not seen here.
+      _ <- declineIf(!ValidateRequirements.validate(spread))("the spread stage would not meet " +
+        "an operator's required distribution", numbers: _*)
+    } yield Rewrite(spread, s"Spark's ${reads.tasks.size} tasks " +
       s"spread over ${cut.ranges.size}, every task planned to read about ${cut.targetRows} rows",
       numbers)
   }
