@@ -43,7 +43,8 @@ import hivejoinopts.rules.Attempt.declineIf
  * are); the run-time split planned the stage; no task of Spark's holds more than a slot's
  * share; the cut's estimated time on the slots ([[StageCost.makespan]] of the tasks' rows and a
  * fixed cost per task of a quarter of `minTaskRows`) is over `skewJoin.runtime.maxTimeRatio` of
- * Spark's.
+ * Spark's; the cut plan does not meet an operator's required distribution (Spark's
+ * `ValidateRequirements`, as for its own coalescing).
  */
 case class SpreadStageOverSlots(session: SparkSession) extends HiveJoinOptsPhysicalRule {
 
