@@ -8,6 +8,8 @@ import org.apache.spark.sql.execution.{SampleExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.QueryStageExec
 import org.apache.spark.sql.execution.exchange.{Exchange, ReusedExchangeExec}
 
+import hivejoinopts.HiveJoinOptsConf
+
 /**
  * What makes a query's answer depend on how its rows fall into tasks: a non-deterministic
  * expression (`rand(7)`, `monotonically_increasing_id()` and `spark_partition_id()` take their
@@ -28,13 +30,15 @@ object TaskDependence {
    * plan, of the operators above the query stages it reads.
    */
   def of(plan: TreeNode[_]): Option[String] = plan match {
-    case p: SparkPlan => p.find(own(_).isDefined).flatMap(own).orElse(p.collectFirst {
-      case q: QueryStageExec if exchangeOf(q).getTagValue(Above).isDefined =>
-        exchangeOf(q).getTagValue(Above).get
-    })
-    case p: LogicalPlan => p.find(own(_).isDefined).flatMap(own)
+    case p: SparkPlan => firstOwn(p).orElse(p.collect {
+      case q: QueryStageExec => exchangeOf(q).getTagValue(Above)
+    }.flatten.headOption)
+    case p: LogicalPlan => firstOwn(p)
     case _ => None
   }
+
+  private def firstOwn[P <: QueryPlan[P]](plan: P): Option[String] =
+    plan.collectFirst(Function.unlift(own))
 
   /** The decision's number that names the expression: `taskDependent`. */
   val Number = "taskDependent"
@@ -75,8 +79,11 @@ object TaskDependence {
     }
     walk(plan, None)
     val exchanges = plan.collect { case e: Exchange => e }
-    exchanges.groupBy(_.canonicalized).values.foreach { same =>
-      same.flatMap(_.getTagValue(Above)).headOption.foreach(what => same.foreach(_.setTagValue(Above, what)))
+    if (exchanges.exists(_.getTagValue(Above).isDefined)) {
+      exchanges.groupBy(_.canonicalized).values.foreach { same =>
+        same.flatMap(_.getTagValue(Above)).headOption
+          .foreach(what => same.foreach(_.setTagValue(Above, what)))
+      }
     }
   }
 }
@@ -88,7 +95,7 @@ object TaskDependence {
  */
 object MarkTaskDependentShuffles extends Rule[SparkPlan] {
   override def apply(plan: SparkPlan): SparkPlan = {
-    TaskDependence.mark(plan)
+    if (HiveJoinOptsConf.enabled(conf)) TaskDependence.mark(plan)
     plan
   }
 }
