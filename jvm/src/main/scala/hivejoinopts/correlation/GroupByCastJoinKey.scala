@@ -41,8 +41,8 @@ import hivejoinopts.rules.HiveJoinOptsLogicalRule
  * strings group unequal bytes), under a cast that cannot fail ([[Cast.canUpCast]]), on a side
  * whose partitioning the join's output keeps, when every other join key of that side is already
  * grouped on. Not when Spark broadcasts a side (no shuffle to reuse), for null-safe keys (Spark
- * shuffles on other expressions then), nor for aggregates that are not deterministic or hold a
- * subquery, nor for streaming aggregates (their state is keyed by the grouping columns). Between
+ * shuffles on other expressions then), nor for aggregates that hold a subquery, nor in a query
+ * that computes a non-deterministic expression (the rule base's guard), nor for streaming aggregates (their state is keyed by the grouping columns). Between
  * the aggregate and the join only projections and filters that keep `k` may sit.
  */
 case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogicalRule {
@@ -79,8 +79,8 @@ case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogical
     if (pairs.exists(_.nullSafe)) {
       skipped(candidate, "a null-safe join key: Spark shuffles the join on other expressions")
       None
-    } else if (!a.expressions.forall(e => e.deterministic && !SubqueryExpression.hasSubquery(e))) {
-      skipped(candidate, "the aggregate is not deterministic or holds a subquery")
+    } else if (a.expressions.exists(SubqueryExpression.hasSubquery)) {
+      skipped(candidate, "the aggregate holds a subquery")
       None
     } else if (SparkJoinSelection.broadcastSide(j, pairs.map(_.left), conf).isDefined) {
       skipped(candidate, "Spark broadcasts a side of the join: no shuffle to reuse")

@@ -47,7 +47,8 @@ import hivejoinopts.skew.split.{BranchFiles, Plans, SaltedForm, UnionForm}
  * and EXISTS subqueries are split as the joins they become ([[follow.SubqueryJoins]]).
  *
  * The rule must not fire, and says why in the decision log, when: the join has no equi-join
- * keys, is not inner/outer/semi/anti, or has a non-deterministic condition; Spark broadcasts a
+ * keys or is not inner/outer/semi/anti; the query computes a non-deterministic expression
+ * (the rule base leaves it as Spark plans it, [[hivejoinopts.plan.TaskDependence]]); Spark broadcasts a
  * side whole anyway (by hint or by size, unless a shuffle join hint such as MERGE rules the
  * broadcast out, as in Spark's join selection); no skewed key is found; sizes are unknown and
  * there is no hint; adaptive execution is on and the keys' rows are not clustered in files of
@@ -86,8 +87,6 @@ case class SkewJoinSplit(session: SparkSession) extends HiveJoinOptsLogicalRule 
       case _ if !Supported.contains(j.joinType) =>
         decide[LogicalPlan](text)(
           decline(s"${Candidates.joinTypeName(j.joinType)} joins are not rewritten"))
-      case _ if !j.condition.forall(_.deterministic) =>
-        decide[LogicalPlan](text)(decline("the join condition is not deterministic"))
       case JoinKeys(pairs, others) =>
         follow(j, pairs, text).orElse(decide(text)(attempt(Candidate(j, pairs, others))))
       case _ =>
