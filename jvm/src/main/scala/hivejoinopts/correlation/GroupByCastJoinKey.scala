@@ -42,8 +42,9 @@ import hivejoinopts.rules.HiveJoinOptsLogicalRule
  * whose partitioning the join's output keeps, when every other join key of that side is already
  * grouped on. Not when Spark broadcasts a side (no shuffle to reuse), for null-safe keys (Spark
  * shuffles on other expressions then), nor for aggregates that hold a subquery, nor in a query
- * that computes a non-deterministic expression (the rule base's guard), nor for streaming aggregates (their state is keyed by the grouping columns). Between
- * the aggregate and the join only projections and filters that keep `k` may sit.
+ * that computes a non-deterministic expression (the rule base's guard), nor for streaming
+ * aggregates (their state is keyed by the grouping columns). Between the aggregate and the join
+ * only projections and filters that keep `k` may sit.
  */
 case class GroupByCastJoinKey(session: SparkSession) extends HiveJoinOptsLogicalRule {
 

@@ -48,12 +48,12 @@ import hivejoinopts.skew.split.{BranchFiles, Plans, SaltedForm, UnionForm}
  *
  * The rule must not fire, and says why in the decision log, when: the join has no equi-join
  * keys or is not inner/outer/semi/anti; the query computes a non-deterministic expression
- * (the rule base leaves it as Spark plans it, [[hivejoinopts.plan.TaskDependence]]); Spark broadcasts a
- * side whole anyway (by hint or by size, unless a shuffle join hint such as MERGE rules the
- * broadcast out, as in Spark's join selection); no skewed key is found; sizes are unknown and
- * there is no hint; adaptive execution is on and the keys' rows are not clustered in files of
- * their own (the run-time split, [[runtime.SkewJoinRuntimeSplit]], spreads them for less); the
- * other side's rows for the skewed keys are estimated above
+ * (the rule base leaves it as Spark plans it, [[hivejoinopts.plan.TaskDependence]]); Spark
+ * broadcasts a side whole anyway (by hint or by size, unless a shuffle join hint such as MERGE
+ * rules the broadcast out, as in Spark's join selection); no skewed key is found; sizes are
+ * unknown and there is no hint; adaptive execution is on and the keys' rows are not clustered in
+ * files of their own (the run-time split, [[runtime.SkewJoinRuntimeSplit]], spreads them for
+ * less); the other side's rows for the skewed keys are estimated above
  * `skewJoin.maxBroadcastBytes` (keys skewed on both sides); or no form is exact for the join
  * type and inputs.
  */

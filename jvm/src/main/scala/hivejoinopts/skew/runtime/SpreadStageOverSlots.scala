@@ -39,8 +39,8 @@ import hivejoinopts.rules.Attempt.declineIf
  * computes a non-deterministic expression ([[hivejoinopts.plan.TaskDependence]]); the stage's
  * reads are not all completed shuffle stages of the same number of partitions, hash-partitioned
  * for an operator's distribution and read in the same ranges (Spark's skew split, a local read,
- * a user's repartition), or it also reads a table's scan (a bucketed side, partitioned as the shuffles
- * are); the run-time split planned the stage; no task of Spark's holds more than a slot's
+ * a user's repartition), or it also reads a table's scan (a bucketed side, partitioned as the
+ * shuffles are); the run-time split planned the stage; no task of Spark's holds more than a slot's
  * share; the cut's estimated time on the slots ([[StageCost.makespan]] of the tasks' rows and a
  * fixed cost per task of a quarter of `minTaskRows`) is over `skewJoin.runtime.maxTimeRatio` of
  * Spark's; the cut plan does not meet an operator's required distribution (Spark's
