@@ -30,15 +30,18 @@ object TaskDependence {
    * plan, of the operators above the query stages it reads.
    */
   def of(plan: TreeNode[_]): Option[String] = plan match {
-    case p: SparkPlan => firstOwn(p).orElse(p.collect {
-      case q: QueryStageExec => exchangeOf(q).getTagValue(Above)
-    }.flatten.headOption)
+    case p: SparkPlan => firstOwn(p).orElse(p.collectFirst(Function.unlift(markOfStage)))
     case p: LogicalPlan => firstOwn(p)
     case _ => None
   }
 
   private def firstOwn[P <: QueryPlan[P]](plan: P): Option[String] =
     plan.collectFirst(Function.unlift(own))
+
+  private def markOfStage(node: SparkPlan): Option[String] = node match {
+    case q: QueryStageExec => exchangeOf(q).getTagValue(Above)
+    case _ => None
+  }
 
   /** The decision's number that names the expression: `taskDependent`. */
   val Number = "taskDependent"
