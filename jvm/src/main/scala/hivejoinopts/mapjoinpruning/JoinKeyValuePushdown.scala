@@ -254,8 +254,7 @@ case class JoinKeyValuePushdown(session: SparkSession) extends MapJoinPruningRul
     private def keyValues(o: Orientation, side: SmallSideRows): Either[String, Seq[Seq[Any]]] =
       try {
         Right(o.keys.map { k =>
-          val bound = BindReferences.bindReference(k.smallKey, o.small.output)
-          side.rows.iterator.map(bound.eval).filter(_ != null).toSeq.distinct
+          SmallSideKeyValues.of(side, BindReferences.bindReference(k.smallKey, o.small.output))
         })
       } catch {
         // The join evaluates the same key expression, and fails the same way at run time.

@@ -17,12 +17,14 @@ import hivejoinopts.rules.{InternalQuery, InternalQueryTimeout}
  *
  * @param cached whether they were evaluated by an earlier query ([[SmallSideCache]]); `millis`
  *               is then what that evaluation took
+ * @param cacheKey the key they are kept by in [[SmallSideCache]], if they may be kept
  */
 private[mapjoinpruning] final case class SmallSideRows(
     rows: IndexedSeq[InternalRow],
     bytes: Long,
     millis: Long,
-    cached: Boolean = false)
+    cached: Boolean = false,
+    cacheKey: Option[AnyRef] = None)
 
 /**
  * Evaluates a small join side while the query is planned, as Hive's local task materializes the
@@ -65,7 +67,7 @@ private[mapjoinpruning] object SmallSideEvaluation extends Logging {
       } else if (bytes > maxBytes) {
         Left(s"the small side's ${rows.length} rows take $bytes bytes, over $maxBytes (maxBytes)")
       } else {
-        Right(SmallSideRows(rows, bytes, millis))
+        Right(SmallSideRows(rows, bytes, millis, cacheKey = cacheKey))
       }
       cacheKey.foreach(SmallSideCache.put(_, outcome))
       outcome

@@ -27,6 +27,10 @@ object ExtensionState {
   val MaxSmallSides = 64
   val MaxSmallSideBytes: Long = 32L << 20
 
+  /** Distinct values of the keys of those small sides, and their bytes in all. */
+  val MaxSmallSideKeys = 256
+  val MaxSmallSideKeyBytes: Long = 32L << 20
+
   /** Columns named by SKEW hints, per session. */
   val MaxHintedColumnsPerSession = 4096
 
