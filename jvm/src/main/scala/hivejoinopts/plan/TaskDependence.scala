@@ -52,9 +52,14 @@ object TaskDependence {
 
   private def own(node: QueryPlan[_]): Option[String] = node match {
     case _: Sample | _: SampleExec => Some(s"a sample (${node.nodeName})")
-    case _ => node.expressions.flatMap(_.collect {
-      case e if !e.deterministic && e.children.forall(_.deterministic) => e
-    }).headOption.map(e => s"${e.sql.take(80)} in ${node.nodeName}")
+    case _ =>
+      // Each rule that moves rows asks this of every node of every plan it gets: the kept
+      // `deterministic` of the node's expressions answers first.
+      val expressions = node.expressions
+      if (expressions.forall(_.deterministic)) None
+      else expressions.flatMap(_.collect {
+        case e if !e.deterministic && e.children.forall(_.deterministic) => e
+      }).headOption.map(e => s"${e.sql.take(80)} in ${node.nodeName}")
   }
 
   private[plan] def exchangeOf(stage: QueryStageExec): SparkPlan = stage.plan match {
