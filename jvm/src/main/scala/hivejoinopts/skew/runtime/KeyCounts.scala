@@ -109,8 +109,19 @@ private[runtime] final class TaskKeyCounter(capacity: Int) {
     false
   }
 
+  /**
+   * Keeps the `capacity` heaviest keys. On uniform keys this runs every `capacity * (Slack - 1)`
+   * new keys: the weights are sorted as primitives, not the entries.
+   */
   private def prune(): Unit = {
-    val kept = counts.toSeq.sortBy(-_._2).take(capacity)
+    val weights = counts.valuesIterator.toArray
+    java.util.Arrays.sort(weights)
+    val lightestKept = weights(weights.length - capacity)
+    // Keys of the lightest kept weight fill what the heavier ones leave.
+    var tiesKept = capacity - weights.count(_ > lightestKept)
+    val kept = counts.iterator.filter { case (_, c) =>
+      c > lightestKept || (c == lightestKept && tiesKept > 0 && { tiesKept -= 1; true })
+    }.toList
     counts.clear()
     counts ++= kept
   }

@@ -39,6 +39,19 @@ class KeyCountsSuite extends AnyFunSuite {
     assert(c.keys.size <= 8 && c.heaviest.head._1.getLong(0) == 7L)
   }
 
+  test("the key table trimmed past its bound keeps the heaviest keys, ties at the cut broken") {
+    // Capacity 3: the 25th distinct key trims the table to 3, two heavy keys and one of 23 ties.
+    def rows = Iterator.fill(5)(Some(-1L)) ++ Iterator.fill(4)(Some(-2L)) ++
+      Iterator.tabulate(23)(i => Some(i.toLong))
+    val c = countTask(rows, capacity = 3)
+    assert(c.rows == 32 && c.keys.size == 3)
+    assert(rowsOf(c, -1) == 5 && rowsOf(c, -2) == 4 && c.keys.values.map(_.rows).sum == 10)
+    // Counted on after the trim: a key dropped comes back with its new rows only.
+    val d = countTask(rows ++ Iterator.fill(3)(Some(22L)) ++ Iterator.fill(3)(Some(21L)),
+      capacity = 3)
+    assert(d.heaviest.map(_._2.rows).take(2) == Seq(5, 4) && rowsOf(d, -1) == 5)
+  }
+
   test("merging tasks sums rows and tasks per key, keeping the heaviest") {
     val a = countTask(Iterator.fill(100)(Some(1L)) ++ Iterator.fill(10)(Some(2L)))
     val b = countTask(Iterator.fill(50)(Some(1L)) ++ Iterator.fill(60)(Some(3L)))
