@@ -83,6 +83,8 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  *    `bigSide.minSkippedRowShare` of the rows of the sampled row groups of every Parquet data
  *    column they would go to (values spread over the whole column, as TPC-H q20's part keys
  *    over `partsupp`);
+ *  - the query computes a non-deterministic expression anywhere ([[MapJoinPruningRule]]: its
+ *    values follow the tasks, which the small side's rows and the skipped files change);
  *  - the small side is non-deterministic, streaming, correlated to an outer query or a CTE
  *    reference, is estimated over `smallSide.maxBytes` or turns out over its bounds, fails, or
  *    takes longer than the time left; the pruned scans are estimated under `bigSide.minBytes`.

@@ -16,6 +16,13 @@ abstract class MapJoinPruningRule extends HiveJoinOptsLogicalRule with Predicate
 
   override def family: Family = MapJoinPruning
 
+  /**
+   * A small side's rows put in the plan as a `LocalRelation`, and the files a scan no longer
+   * lists, place the rows that remain in other tasks and another order: a value that follows
+   * them (`monotonically_increasing_id()` above the join, `spark_partition_id()`) would change.
+   */
+  override protected def movesRowsBetweenTasks: Boolean = true
+
   /** Rewrites `plan` once, with `settings` and a `deadline` (System.nanoTime) shared by it all. */
   protected def pass(plan: LogicalPlan, settings: PruningSettings, deadline: Long): LogicalPlan
 

@@ -104,6 +104,8 @@ import hivejoinopts.scan.ParquetFileSkipping.Kept
  * side are merged into one where Spark's `MergeScalarSubqueries` can.
  *
  * '''When it must not fire''' (each is a skipped decision with the reason):
+ *  - the query computes a non-deterministic expression anywhere ([[MapJoinPruningRule]]: its
+ *    values follow the tasks, which the files left unlisted change);
  *  - `NOT IN`'s subquery, or an `IN` under `OR` or `NOT`, which is not even considered: a NULL
  *    there decides the answer;
  *  - as for [[JoinKeyValuePushdown]]: the preserved side of an outer join, the left side of an
