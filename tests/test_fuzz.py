@@ -86,6 +86,7 @@ def test_fuzzed_queries_with_a_non_deterministic_column(spark, tmp_path, request
     kept = report.kept_for_task_dependence
     assert kept["SkewJoinRuntimeSplit"] >= queries // 10, report.summary()
     assert kept["CoarsenJoinShuffle"] >= 1, report.summary()
+    assert kept["JoinKeyValuePushdown"] >= 1, report.summary()
 
 
 # Queries the fuzzer once found wrong or failing (seed, query number, profile), each kept as a
@@ -105,6 +106,10 @@ REGRESSIONS = [
     # without a shuffle; CoarsenJoinShuffle wrote one input's partitioning anew, the union no
     # longer read its inputs as partitioned alike, and groups came out twice.
     (31337, 1355, "crossed-rules"),
+    # monotonically_increasing_id() above a left anti join whose left input (a full outer join)
+    # JoinKeyValuePushdown evaluated while planning: that input's rows as a LocalRelation reached
+    # the anti join's tasks in another order, and 568 of 577 rows got other ids.
+    (9903, 147, "non-deterministic"),
 ]
 
 
