@@ -147,17 +147,9 @@ case class JoinKeyValuePushdown(session: SparkSession) extends MapJoinPruningRul
     private def considerInSubqueries(f: Filter): LogicalPlan = {
       val conjuncts = splitConjunctivePredicates(f.condition)
       var child = f.child
-      // Spark evaluates the filter's other conjuncts on every row of its child and the IN after
-      // them: values pushed below would change the rows a non-deterministic conjunct sees.
-      val nonDeterministic = conjuncts.filterNot(_.deterministic)
+      // A non-deterministic conjunct, which must see every row, never gets here: the query is
+      // left as Spark plans it (MapJoinPruningRule.movesRowsBetweenTasks).
       val rewritten = conjuncts.map {
-        case in @ InSubquery(_, query) if nonDeterministic.nonEmpty &&
-            query.outerAttrs.isEmpty && query.joinCond.isEmpty =>
-          skipped(s"IN subquery ${Candidates.tables(child)} x ${Candidates.tables(query.plan)} " +
-            s"on ${Candidates.abbreviate(in.sql)}", "the filter also holds a non-deterministic " +
-            s"condition (${Candidates.abbreviate(nonDeterministic.head.sql)}), which must see " +
-            "every row")
-          in
         case in @ InSubquery(values, query) if query.outerAttrs.isEmpty &&
             query.joinCond.isEmpty && query.getTagValue(JoinKeyValuePushdown.Evaluated).isEmpty &&
             query.plan.getTagValue(JoinKeyValuePushdown.EvaluatedSide).isEmpty =>

@@ -202,8 +202,9 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
      * their NULLs decide.
      */
     private def considerSubqueries(f: Filter): LogicalPlan = {
+      // Every conjunct is deterministic: a query with one that is not is left as Spark plans it
+      // (MapJoinPruningRule.movesRowsBetweenTasks).
       val conjuncts = splitConjunctivePredicates(f.condition)
-      if (!conjuncts.forall(_.deterministic)) return f
       var child = f.child
       // The outer rows that reach the subqueries' joins: Spark filters them by these first.
       val outer = conjuncts.filterNot(SubqueryExpression.hasSubquery).reduceOption(And)
