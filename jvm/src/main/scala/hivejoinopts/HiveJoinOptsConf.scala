@@ -205,9 +205,11 @@ object HiveJoinOptsConf {
 
   val SKEW_JOIN_RUNTIME_MIN_KEY_BYTES: Flag[Long] = flag(Flag.bytes(
     PREFIX + "skewJoin.runtime.minKeyBytes",
-    "A key is split at run time only when its rows on one side of the join hold at least this " +
-      "many shuffle bytes (estimated from the counts), two pieces of 1 MB at least: a lighter " +
-      "key is quick to join in one task.",
+    "A key is split at run time only when the work of joining its rows on one side of the " +
+      "join is at least this many bytes (estimated from the counts: their shuffle bytes, or " +
+      "their rows at the width of the side's other rows when more, and the row pairs the key " +
+      "joins into where it is heavy on the other side too), two pieces of 1 MB at least: a " +
+      "lighter key is quick to join in one task.",
     V020, default = "2m", _ >= 0, "Must be a size of zero or more."))
 
   val SKEW_JOIN_RUNTIME_SKEW_FACTOR: Flag[Double] = flag(Flag.double(

@@ -39,9 +39,16 @@ private[runtime] final case class HeavyKey(
    * have rows of it (a pair for each left and right row), at the wider side's row width: the
    * work of a key heavy on one side whose other side holds many rows of it too.
    */
-  def outputBytes(l: StageInput, r: StageInput): Double = {
-    val extra = leftRows.toDouble * rightRows - math.max(leftRows, rightRows)
-    if (extra <= 0) 0.0 else extra * math.max(l.rowBytes, r.rowBytes)
+  def outputBytes(l: StageInput, r: StageInput): Double =
+    HeavyKey.outputBytes(leftRows, rightRows, math.max(l.rowBytes, r.rowBytes))
+}
+
+private[runtime] object HeavyKey {
+
+  /** The bytes of the row pairs beyond one per row read a key of `a` and `b` rows joins into. */
+  def outputBytes(a: Long, b: Long, rowBytes: Double): Double = {
+    val extra = a.toDouble * b - math.max(a, b)
+    if (extra <= 0) 0.0 else extra * rowBytes
   }
 }
 
@@ -65,21 +72,34 @@ private[runtime] object HeavyKeys {
       minBytes: Long,
       maxKeys: Int,
       nullKeys: Boolean): Found = {
-    // Each side's keys over minBytes and a slot's share of the stage, heavy on their own.
-    def countedOn(in: StageInput): Seq[CountedKey] = in.counts.toSeq.flatMap { c =>
+    // Each side's keys whose work is over minBytes and a slot's share of the stage, heavy on
+    // their own. A key's work is its bytes, or its rows at the side's row work when more (rows
+    // of one value repeated compress in the shuffle far below the work of joining them), and
+    // the row pairs it joins into where it is heavy on the other side too (more rows there than
+    // an even partition holds; a light key's pairs are as many as any partition's keys make):
+    // weighed by bytes read alone, such a key never looks heavy however many rows it holds or
+    // produces.
+    def countedOn(in: StageInput, other: StageInput): Seq[CountedKey] = in.counts.toSeq.flatMap { c =>
+      val evenRows = other.counts.fold(0.0)(_.rows.toDouble / math.max(1, other.numPartitions))
+      val otherRows = keys.tally(other).collect {
+        case (v, n) if n.rows > evenRows => comparable(v) -> n.rows }.toMap
+      val pairBytes = math.max(in.rowBytes, other.rowBytes)
       keys.tally(in).take(maxKeys).map { case (values, count) =>
         val share = c.share(count.rows)
-        CountedKey(values, count, share, partitionOf(values, in.keys, stage.n), share * in.totalBytes)
+        val output = HeavyKey.outputBytes(count.rows, otherRows.getOrElse(comparable(values), 0L),
+          pairBytes)
+        CountedKey(values, count, share, partitionOf(values, in.keys, stage.n),
+          math.max(share * in.totalBytes, count.rows * in.rowBytes) + output)
       }.filter { k =>
-        k.bytes >= minBytes && k.bytes >= stage.evenBytes &&
-          (holdsBack(k) || stage.fillsSlot(k.bytes))
+        k.work >= minBytes && k.work >= stage.evenBytes &&
+          (holdsBack(k) || stage.fillsSlot(k.work))
       }
     }
-    def holdsBack(k: CountedKey) = stage.holdsBack(k.partition, k.bytes)
+    def holdsBack(k: CountedKey) = stage.holdsBack(k.partition, k.work)
     val nullSide = if (nullKeys) nullKeySide(keys, shape, l, r, stage, minBytes) else None
     // Once a key (or the NULL keys) holds the stage back, its tasks are planned at a fraction of
     // a slot's share, and a key that fills a slot by itself would hold them back in its turn.
-    val (countedLeft, countedRight) = (countedOn(l), countedOn(r))
+    val (countedLeft, countedRight) = (countedOn(l, r), countedOn(r, l))
     val replanned = nullSide.isDefined || (countedLeft ++ countedRight).exists(holdsBack)
     val (left, right) = if (replanned) (countedLeft, countedRight) else (Nil, Nil)
     val byKey = mutable.LinkedHashMap.empty[Seq[Any], HeavyKey]
@@ -184,10 +204,11 @@ private[runtime] object HeavyKeys {
 
 /**
  * A key tuple one side's counts hold: its count, its share of the side's rows, its partition and
- * the bytes of its rows (its share of the side's).
+ * the work of joining its rows, in bytes (its share of the side's bytes, or its rows at the
+ * side's row work when more).
  */
 private final case class CountedKey(
-    values: Seq[Any], count: KeyCount, share: Double, partition: Int, bytes: Double)
+    values: Seq[Any], count: KeyCount, share: Double, partition: Int, work: Double)
 
 /**
  * What the counts of a join's inputs found: the heavy keys with the split that is exact for
@@ -203,18 +224,20 @@ private[runtime] final case class Found(
     stage: StageLoad,
     minKeyBytes: Long) {
 
-  private def heaviest(in: StageInput): Option[(Double, Int)] = in.counts.flatMap { c =>
+  /** The heaviest key of `in`: its share of the rows, its work in bytes, its partition. */
+  private def heaviest(in: StageInput): Option[(Double, Double, Int)] = in.counts.flatMap { c =>
     c.heaviest.headOption.map { case (row, count) =>
-      c.share(count.rows) -> HeavyKeys.partitionOf(
+      val share = c.share(count.rows)
+      (share, math.max(share * in.totalBytes, count.rows * in.rowBytes), HeavyKeys.partitionOf(
         in.keys.indices.map(i => InternalRow.copyValue(row.get(i, in.keys(i).dataType))),
-        in.keys, stage.n)
+        in.keys, stage.n))
     }
   }
 
   /** What was counted: rows, the heaviest key's share and what counting cost, on each side. */
   def numbers: Seq[(String, Any)] = Seq("left" -> l, "right" -> r).flatMap { case (side, in) =>
     in.counts.toSeq.flatMap(c => Seq(s"countedRows($side)" -> c.rows) ++
-      heaviest(in).map { case (share, _) => s"heaviestKeyShare($side)" -> f"${share * 100}%.1f%%" } ++
+      heaviest(in).map { case (share, _, _) => s"heaviestKeyShare($side)" -> f"${share * 100}%.1f%%" } ++
       (if (c.nullRows > 0) Seq(s"nullKeyRows($side)" -> c.nullRows) else Nil) ++
       Seq(s"countMs($side)" -> in.countMs))
   }
@@ -243,11 +266,11 @@ private[runtime] final case class Found(
         s"split: $why"
     case None =>
       val (side, in) = Seq("left" -> l, "right" -> r).maxBy { case (_, in) =>
-        heaviest(in).map(_._1 * in.totalBytes).getOrElse(0.0) }
+        heaviest(in).map(_._2).getOrElse(0.0) }
       heaviest(in) match {
-        case Some((share, p)) =>
+        case Some((share, work, p)) =>
           f"no key holds the stage back: the heaviest key holds ${share * 100}%.1f%% of the " +
-            f"$side rows (${share * in.totalBytes}%.0f bytes; a split needs ${minKeyBytes} bytes, " +
+            f"$side rows (the work of $work%.0f bytes; a split needs ${minKeyBytes} bytes, " +
             "skewJoin.runtime.minKeyBytes), its partition " + stage.bytes(p) + " bytes (" +
             f"${stage.holdBackBytes}%.0f needed on ${stage.slots} task slots, skewJoin.taskSlots)"
         case None => "no key was counted"

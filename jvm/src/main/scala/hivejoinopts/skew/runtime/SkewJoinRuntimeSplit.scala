@@ -67,7 +67,9 @@ import hivejoinopts.rules.Attempt.declineIf
  * computes a non-deterministic expression ([[hivejoinopts.plan.TaskDependence]]); the join's
  * inputs are not both completed shuffle stages of the same partitions (Spark broadcasts a side, or its own skew
  * handling split the join already); no key's partition holds the stage back on
- * `skewJoin.taskSlots` slots, or the key holds less than `skewJoin.runtime.minKeyBytes`; fewer
+ * `skewJoin.taskSlots` slots, or the work of the key's rows (their bytes, or their rows at the
+ * side's row width when more, and the row pairs it joins into) is under
+ * `skewJoin.runtime.minKeyBytes`; fewer
  * than two map tasks wrote the key (the planning-time split spreads a key its table keeps in its
  * own files); no split is exact for the join type; an operator above the join in its stage
  * relies on its partitioning and cannot be copied, or a further join on the key sits above a

@@ -39,6 +39,43 @@ class HeavyKeysSuite extends CompletedJoinStages {
     assert(tooSmall.keys.isEmpty && tooSmall.none(c.l.keys).contains("skewJoin.runtime.minKeyBytes"))
   }
 
+  test("a key's rows count as the work of joining them, however far they compress") {
+    // Key 7's 4,500 rows (90%) repeat one value and compress to a few bytes each; the other
+    // 500 rows are wide and do not compress. By its share of the bytes read key 7 is under
+    // minBytes; by its rows at the other rows' width it is not.
+    val dir = java.nio.file.Files.createTempDirectory("compressed-key").toString
+    spark.range(0, 5000).selectExpr("CASE WHEN id < 4500 THEN 7 ELSE id % 1000 + 2000 END AS k",
+      "CASE WHEN id < 4500 THEN '' ELSE sha2(CAST(id AS STRING), 256) END AS v")
+      .repartition(4).write.parquet(s"$dir/t")
+    spark.read.parquet(s"$dir/t").createOrReplaceTempView("compressed_key")
+    val c = completed("SELECT f.k, f.v, small.w FROM compressed_key f JOIN small ON f.k = small.k")
+    val seven = find(c, slots = 64).keys.map(_._1).find(_.values == Seq(7L)).get
+    val bytes = seven.bytesOn(LeftSide, c.l)
+    val work = seven.workOn(LeftSide, c.l)
+    assert(work > 4 * bytes, s"key 7: $bytes bytes, $work of work")
+    val between = ((bytes + work) / 2).toLong
+    assert(find(c, slots = 64, minBytes = between).keys.map(_._1.values) == Seq(Seq(7L)))
+    assert(find(c, slots = 64, minBytes = (work * 2).toLong).keys.isEmpty)
+  }
+
+  test("a key heavy on both sides counts the row pairs it joins into") {
+    // Key 5 has 200 of each side's 1,000 rows (an even partition holds 125): 40,000 pairs, far
+    // more work than its rows read.
+    val dir = java.nio.file.Files.createTempDirectory("both-sides").toString
+    Seq("a", "b").foreach { t =>
+      spark.range(0, 1000).selectExpr("CASE WHEN id < 200 THEN 5 ELSE id + 100 END AS k", "id AS v")
+        .repartition(4).write.parquet(s"$dir/$t")
+      spark.read.parquet(s"$dir/$t").createOrReplaceTempView(s"pairs_$t")
+    }
+    val c = completed("SELECT a.k, a.v, b.v FROM pairs_a a JOIN pairs_b b ON a.k = b.k")
+    val rowBytes = math.max(c.l.rowBytes, c.r.rowBytes)
+    val (rowWork, pairs) = (200 * rowBytes, HeavyKey.outputBytes(200, 200, rowBytes))
+    assert(pairs > 50 * rowWork)
+    def split(minBytes: Double) = find(c, slots = 64, minBytes = minBytes.toLong).keys.map(_._1.values)
+    assert(split(4 * rowWork) == Seq(Seq(5L)))
+    assert(split(2 * (rowWork + pairs)).isEmpty)
+  }
+
   test("a key that fills a slot but does not hold back is split only beside one that does") {
     // Key 7 (1,500 rows) holds back; key `second` (400) is over the median partition (about 250
     // rows) but its partition is under 4 times it. Rows too wide to compress: bytes go as rows.
