@@ -28,8 +28,7 @@ private[runtime] final case class HeavyKey(
   def bytesOn(side: JoinSide, in: StageInput): Double = in.totalBytes * side.pick(leftShare, rightShare)
 
   /** The work of joining the key's rows on `side`, in bytes: its rows at `in`'s row work. */
-  def workOn(side: JoinSide, in: StageInput): Double =
-    math.max(bytesOn(side, in), side.pick(leftRows, rightRows) * in.rowBytes)
+  def workOn(side: JoinSide, in: StageInput): Double = in.keyWork(side.pick(leftRows, rightRows))
 
   /** The map tasks of `side` that wrote the key. */
   def tasksOn(side: JoinSide): Int = side.pick(leftTasks, rightTasks)
@@ -89,7 +88,7 @@ private[runtime] object HeavyKeys {
         val output = HeavyKey.outputBytes(count.rows, otherRows.getOrElse(comparable(values), 0L),
           pairBytes)
         CountedKey(values, count, share, partitionOf(values, in.keys, stage.n),
-          math.max(share * in.totalBytes, count.rows * in.rowBytes) + output)
+          in.keyWork(count.rows) + output)
       }.filter { k =>
         k.work >= minBytes && k.work >= stage.evenBytes &&
           (holdsBack(k) || stage.fillsSlot(k.work))
@@ -227,8 +226,7 @@ private[runtime] final case class Found(
   /** The heaviest key of `in`: its share of the rows, its work in bytes, its partition. */
   private def heaviest(in: StageInput): Option[(Double, Double, Int)] = in.counts.flatMap { c =>
     c.heaviest.headOption.map { case (row, count) =>
-      val share = c.share(count.rows)
-      (share, math.max(share * in.totalBytes, count.rows * in.rowBytes), HeavyKeys.partitionOf(
+      (c.share(count.rows), in.keyWork(count.rows), HeavyKeys.partitionOf(
         in.keys.indices.map(i => InternalRow.copyValue(row.get(i, in.keys(i).dataType))),
         in.keys, stage.n))
     }

@@ -52,6 +52,13 @@ private[runtime] final case class StageInput(
   }.getOrElse(0.0)
 
   /**
+   * The work of joining `rows` rows of one key of this input, in bytes: their share of its
+   * bytes, or their rows at [[rowBytes]] when more (0 when its keys were not counted).
+   */
+  def keyWork(rows: Long): Double =
+    counts.fold(0.0)(c => math.max(c.share(rows) * totalBytes, rows * rowBytes))
+
+  /**
    * Partition `p`'s work on this input, `side` of the join: its bytes, or the work of the heavy
    * `keys`' rows it holds ([[HeavyKey.workOn]]) when more.
    */
