@@ -62,20 +62,26 @@ trait MapJoinPruningSuiteBase extends ParquetTables {
   protected def fileScans(plan: SparkPlan): Seq[FileSourceScanExec] =
     collectWithSubqueries(plan) { case s: FileSourceScanExec => s }
 
+  /**
+   * The scans of the table whose files live under `name`, each once: a stage read several times
+   * (the run-time skew split reads a join's input stage once per branch) holds one scan.
+   */
+  private def scansOf(plan: SparkPlan, name: String): Seq[FileSourceScanExec] = {
+    val seen = java.util.Collections.newSetFromMap(
+      new java.util.IdentityHashMap[FileSourceScanExec, java.lang.Boolean]())
+    fileScans(plan).filter(s => s.relation.location.rootPaths.exists(_.getName == name) && seen.add(s))
+  }
+
   /** The scan of the table whose files live under `name`. */
   protected def scanOf(plan: SparkPlan, name: String): FileSourceScanExec = {
-    val found = fileScans(plan).filter(_.relation.location.rootPaths.exists(_.getName == name))
+    val found = scansOf(plan, name)
     assert(found.size == 1, s"expected one scan of $name in\n$plan")
     found.head
   }
 
   /** The scans of the table under `name` that read rows as `plan` ran, each counted once. */
-  protected def scansThatRead(plan: SparkPlan, name: String): Int = {
-    val seen = new java.util.IdentityHashMap[FileSourceScanExec, Unit]()
-    fileScans(plan).filter(_.relation.location.rootPaths.exists(_.getName == name))
-      .filter(rowsRead(_) > 0).foreach(seen.put(_, ()))
-    seen.size
-  }
+  protected def scansThatRead(plan: SparkPlan, name: String): Int =
+    scansOf(plan, name).count(rowsRead(_) > 0)
 
   protected def pushed(scan: FileSourceScanExec): String = scan.metadata("PushedFilters")
 
