@@ -78,12 +78,13 @@ private[runtime] object HeavyKeys {
     // an even partition holds; a light key's pairs are as many as any partition's keys make):
     // weighed by bytes read alone, such a key never looks heavy however many rows it holds or
     // produces.
-    def countedOn(in: StageInput, other: StageInput): Seq[CountedKey] = in.counts.toSeq.flatMap { c =>
-      val evenRows = other.counts.fold(0.0)(_.rows.toDouble / math.max(1, other.numPartitions))
-      val otherRows = keys.tally(other).collect {
-        case (v, n) if n.rows > evenRows => comparable(v) -> n.rows }.toMap
+    val (tallyLeft, tallyRight) = (keys.tally(l), keys.tally(r))
+    def countedOn(side: JoinSide): Seq[CountedKey] = side.pick(l, r).counts.toSeq.flatMap { c =>
+      val (in, other) = (side.pick(l, r), side.other.pick(l, r))
+      val otherRows = side.other.pick(tallyLeft, tallyRight).collect {
+        case (v, n) if other.heavy(n.rows) => comparable(v) -> n.rows }.toMap
       val pairBytes = math.max(in.rowBytes, other.rowBytes)
-      keys.tally(in).take(maxKeys).map { case (values, count) =>
+      side.pick(tallyLeft, tallyRight).take(maxKeys).map { case (values, count) =>
         val share = c.share(count.rows)
         val output = HeavyKey.outputBytes(count.rows, otherRows.getOrElse(comparable(values), 0L),
           pairBytes)
@@ -98,7 +99,7 @@ private[runtime] object HeavyKeys {
     val nullSide = if (nullKeys) nullKeySide(keys, shape, l, r, stage, minBytes) else None
     // Once a key (or the NULL keys) holds the stage back, its tasks are planned at a fraction of
     // a slot's share, and a key that fills a slot by itself would hold them back in its turn.
-    val (countedLeft, countedRight) = (countedOn(l, r), countedOn(r, l))
+    val (countedLeft, countedRight) = (countedOn(LeftSide), countedOn(RightSide))
     val replanned = nullSide.isDefined || (countedLeft ++ countedRight).exists(holdsBack)
     val (left, right) = if (replanned) (countedLeft, countedRight) else (Nil, Nil)
     val byKey = mutable.LinkedHashMap.empty[Seq[Any], HeavyKey]

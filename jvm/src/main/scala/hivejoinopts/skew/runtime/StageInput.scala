@@ -45,11 +45,16 @@ private[runtime] final case class StageInput(
    */
   lazy val rowBytes: Double = counts.filter(_.rows > 0).map { c =>
     val average = totalBytes.toDouble / c.rows
-    val perPartition = c.rows.toDouble / numPartitions
-    val lightRows = (c.rows - c.keys.values.map(_.rows).filter(_ > perPartition).sum).toDouble
+    val lightRows = (c.rows - c.keys.values.map(_.rows).filter(heavy).sum).toDouble
     val median = StageInput.median(bytesByPartition).toDouble
     if (lightRows < numPartitions) average else math.max(average, median * numPartitions / lightRows)
   }.getOrElse(0.0)
+
+  /**
+   * Whether a key of `rows` counted rows is heavy on this input: more rows than an even
+   * partition holds (never when its keys were not counted).
+   */
+  def heavy(rows: Long): Boolean = counts.exists(c => rows > c.rows.toDouble / numPartitions)
 
   /**
    * The work of joining `rows` rows of one key of this input, in bytes: their share of its
