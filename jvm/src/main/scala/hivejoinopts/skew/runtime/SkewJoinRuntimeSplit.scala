@@ -21,7 +21,8 @@ import hivejoinopts.rules.Attempt.declineIf
  * partition is joined once, by the rest, in ranges of consecutive partitions. The whole stage's
  * tasks are planned for its slots ([[SplitLayout]]): each reads about the stage's bytes over
  * (`skewJoin.taskSlots` x `skewJoin.runtime.tasksPerSlot`), the heavy keys' pieces, the
- * remainder's and the rest's alike, in place of Spark's coalescing to its advisory size.
+ * remainder's and the rest's alike, in place of Spark's coalescing to its advisory size; a heavy
+ * key's piece holds no more rows than a rest task does ([[SplitLayout.restRowBytes]]).
  * {{{
  *   SortMergeJoin type [k], [k']              Union
  *   :- Sort                                   :- SortMergeJoin type [k], [k']      rest: all

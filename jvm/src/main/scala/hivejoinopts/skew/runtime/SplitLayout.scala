@@ -97,7 +97,7 @@ private[runtime] object SplitLayout {
 
   /**
    * The layout of a split of a join of type `joinType` on what `found` found, every task of about
-   * `target` bytes. `followed`: a further join on the key above the join is copied into the
+   * `target` bytes, and no heavy key's piece of more rows than a rest task of `target` holds. `followed`: a further join on the key above the join is copied into the
    * branches (no partition is then spread whole). A heavy partition's other keys go to the
    * remainder, so no task reads the partition whole.
    */
@@ -110,9 +110,11 @@ private[runtime] object SplitLayout {
     val l = found.l
     val r = found.r
     val stage = found.stage
-    def pieces(in: StageInput, p: Int, bytes: Double, atMost: Int = Int.MaxValue) =
+    val restRow = restRowBytes(l, r)
+    // A piece of `rows` heavy-key rows holds no more rows than a rest task of `target` bytes.
+    def pieces(in: StageInput, p: Int, bytes: Double, atMost: Int, rows: Long) =
       mapSizes(in, p).flatMap(sizes => SplitPieces(sizes, p,
-        math.min(atMost, math.ceil(bytes / target).toInt)))
+        math.min(atMost, math.ceil(math.max(bytes, rows * restRow) / target).toInt)))
     val nullPartition = found.nullSide.map(s =>
       HeavyKeys.partitionOf(Seq(null), s.pick(l, r).keys, stage.n))
     // Partitions whose keys are all spread on one side with the join's own type: spread whole.
@@ -142,6 +144,10 @@ private[runtime] object SplitLayout {
     planned.copy(rest = restRanges((0 until stage.n).filterNot(planned.restOmits), stage.bytes, target))
   }
 
+  /** The rows `keys` hold on `side`. */
+  private def rowsOn(side: JoinSide, keys: Seq[HeavyKey]): Long =
+    keys.map(k => side.pick(k.leftRows, k.rightRows)).sum
+
   /**
    * `parts` (ascending) in ranges of consecutive partitions of at most `target` of `bytes`
    * each, a partition over it alone: the rest's tasks.
@@ -153,7 +159,23 @@ private[runtime] object SplitLayout {
       case (done, p) => (p, p + 1, bytes(p)) :: done
     }.reverse.map { case (s, e, _) => s -> e }
 
-  private type Pieces = (StageInput, Int, Double, Int) => Option[Seq[ShufflePartitionSpec]]
+  /**
+   * The bytes a row of the rest's tasks stands for: both inputs' rows outside the heavy keys, at
+   * each input's row width ([[StageInput.rowBytes]]); 0 when neither input's keys were counted.
+   * A task's time follows its rows more than its bytes, and a heavy key's rows, one value
+   * repeated, may take a fraction of the bytes of the rest's rows: cut by bytes alone, a piece of
+   * a narrow side's key holds several times the rows of a rest task, and is the stage's longest.
+   */
+  def restRowBytes(l: StageInput, r: StageInput): Double = {
+    val rows = l.lightRows + r.lightRows
+    if (rows <= 0) 0.0 else (l.lightRows * l.rowBytes + r.lightRows * r.rowBytes) / rows
+  }
+
+  /**
+   * Reducer partition `p` of an input in pieces of about `target` bytes each, the work of
+   * `bytes` (at most `atMost` pieces), and of `rows` heavy-key rows at the rest's row width.
+   */
+  private type Pieces = (StageInput, Int, Double, Int, Long) => Option[Seq[ShufflePartitionSpec]]
 
   /**
    * The branch joining `keys` in `mode`, their partitions cut in pieces by map task: no more
@@ -171,7 +193,7 @@ private[runtime] object SplitLayout {
       val tasks = ks.map(_.tasksOn(side)).max
       // The rows the keys will produce count as work beside the bytes read.
       val work = in.bytesOf(p, keys, side) + ks.map(_.outputBytes(l, r)).sum
-      pieces(in, p, work, if (tasks == 0) Int.MaxValue else tasks)
+      pieces(in, p, work, if (tasks == 0) Int.MaxValue else tasks, rowsOn(side, ks))
     }
     // Per partition of the keys: the specs of both sides' reads, task by task.
     val perPartition = keys.groupBy(_.partition).toSeq.sortBy(_._1).flatMap { case (p, ks) =>
@@ -219,7 +241,7 @@ private[runtime] object SplitLayout {
     val in = split.pick(l, r)
     val other = split.other.pick(l, r)
     val perPartition = keys.groupBy(_.partition).toSeq.sortBy(_._1).flatMap { case (p, ks) =>
-      pieces(in, p, in.bytesOf(p, keys, split), Int.MaxValue).map(ps => (p, ks, ps))
+      pieces(in, p, in.bytesOf(p, keys, split), Int.MaxValue, rowsOn(split, ks)).map(ps => (p, ks, ps))
     }
     if (perPartition.isEmpty) None
     else {
@@ -233,7 +255,7 @@ private[runtime] object SplitLayout {
 
   /** The branch of `side`'s rows with a NULL key, partition `p` of `in`, in pieces. */
   private def nullRows(side: JoinSide, in: StageInput, p: Int, pieces: Pieces): Option[BranchLayout] =
-    pieces(in, p, in.partitionBytes(p).toDouble, Int.MaxValue).map { specs =>
+    pieces(in, p, in.partitionBytes(p).toDouble, Int.MaxValue, 0L).map { specs =>
       BranchLayout(SplitMode.NullRows(side), Nil, Seq.fill(specs.size)(p),
         side.pick(specs, Nil), side.pick(Nil, specs))
     }
@@ -252,7 +274,7 @@ private[runtime] object SplitLayout {
       pieces: Pieces): RemainderLayout = {
     def specs(side: JoinSide): Seq[ShufflePartitionSpec] = {
       val in = side.pick(l, r)
-      parts.flatMap(p => pieces(in, p, in.bytesOf(p, keys, side), Int.MaxValue)
+      parts.flatMap(p => pieces(in, p, in.bytesOf(p, keys, side), Int.MaxValue, 0L)
         .getOrElse(Seq(in.whole(p))))
     }
     RemainderLayout(parts, specs(LeftSide), specs(RightSide),

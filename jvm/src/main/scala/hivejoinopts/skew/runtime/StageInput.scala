@@ -45,10 +45,13 @@ private[runtime] final case class StageInput(
    */
   lazy val rowBytes: Double = counts.filter(_.rows > 0).map { c =>
     val average = totalBytes.toDouble / c.rows
-    val lightRows = (c.rows - c.keys.values.map(_.rows).filter(heavy).sum).toDouble
     val median = StageInput.median(bytesByPartition).toDouble
     if (lightRows < numPartitions) average else math.max(average, median * numPartitions / lightRows)
   }.getOrElse(0.0)
+
+  /** The counted rows outside the keys heavy on this input (0 when they were not counted). */
+  lazy val lightRows: Long =
+    counts.fold(0L)(c => math.max(0L, c.rows - c.keys.values.map(_.rows).filter(heavy).sum))
 
   /**
    * Whether a key of `rows` counted rows is heavy on this input: more rows than an even

@@ -52,6 +52,26 @@ class SplitLayoutSuite extends CompletedJoinStages {
     assert(layout(c, two, followed = true).branches.head.tasks == 2)
   }
 
+  test("a key's pieces hold no more rows than a rest task of the target: a narrow side's key " +
+      "joined with wide rows is cut by its rows, not its bytes") {
+    // The other side's rows take ~130 bytes each (hashes that do not compress), the heavy key's
+    // a few: cut by bytes, the key's partition is one piece of a target its bytes fit in.
+    val c = completed("SELECT big.k, big.v, length(s.pad) FROM big JOIN (SELECT k, " +
+      "concat(sha2(CAST(w AS STRING), 256), sha2(CAST(w + 1 AS STRING), 256)) AS pad " +
+      "FROM small) s ON big.k = s.k")
+    val f = found(c)
+    val key = f.keys.head._1
+    val restRow = SplitLayout.restRowBytes(c.l, c.r)
+    assert(restRow > 4 * c.l.rowBytes, (restRow, c.l.rowBytes))
+    val target = (1.5 * c.l.bytesOf(key.partition, Seq(key), LeftSide)).toLong
+    val rowsWork = key.leftRows * restRow
+    assert(rowsWork > 3 * target, (rowsWork, target))
+    val b = layout(c, f, target = target).branches.head
+    val mapTasks = MapOutputSizes.forReducer(c.l.shuffleId, key.partition).get.count(_ > 0)
+    assert(b.tasks == math.min(mapTasks, math.ceil(rowsWork / target).toInt) && b.tasks >= 2,
+      (b.tasks, mapTasks))
+  }
+
   test("by key: the heavy partition's other keys in the remainder, the rest in ranges of at " +
       "most the target bytes") {
     val c = completed(nullSupplying)
