@@ -90,16 +90,18 @@ private[runtime] object HeavyKeys {
           pairBytes)
         CountedKey(values, count, share, partitionOf(values, in.keys, stage.n),
           in.keyWork(count.rows) + output)
-      }.filter { k =>
-        k.work >= minBytes && k.work >= stage.evenBytes &&
-          (holdsBack(k) || stage.fillsSlot(k.work))
       }
     }
     def holdsBack(k: CountedKey) = stage.holdsBack(k.partition, k.work)
+    def heavy(k: CountedKey) = k.work >= minBytes && k.work >= stage.evenBytes &&
+      (holdsBack(k) || stage.fillsSlot(k.work))
     val nullSide = if (nullKeys) nullKeySide(keys, shape, l, r, stage, minBytes) else None
     // Once a key (or the NULL keys) holds the stage back, its tasks are planned at a fraction of
     // a slot's share, and a key that fills a slot by itself would hold them back in its turn.
-    val (countedLeft, countedRight) = (countedOn(LeftSide), countedOn(RightSide))
+    val (weighedLeft, weighedRight) = (countedOn(LeftSide), countedOn(RightSide))
+    val (countedLeft, countedRight) = (weighedLeft.filter(heavy), weighedRight.filter(heavy))
+    val mostWork = (weighedLeft.map(LeftSide -> _) ++ weighedRight.map(RightSide -> _))
+      .sortBy(-_._2.work).headOption
     val replanned = nullSide.isDefined || (countedLeft ++ countedRight).exists(holdsBack)
     val (left, right) = if (replanned) (countedLeft, countedRight) else (Nil, Nil)
     val byKey = mutable.LinkedHashMap.empty[Seq[Any], HeavyKey]
@@ -123,7 +125,7 @@ private[runtime] object HeavyKeys {
     Found(modes.collect { case (k, Right(m)) => k -> m },
       modes.collect { case (k, Left(why)) => k -> why },
       nullSide,
-      l, r, stage, minBytes)
+      l, r, stage, minBytes, mostWork)
   }
 
   /**
@@ -205,15 +207,16 @@ private[runtime] object HeavyKeys {
 /**
  * A key tuple one side's counts hold: its count, its share of the side's rows, its partition and
  * the work of joining its rows, in bytes (its share of the side's bytes, or its rows at the
- * side's row work when more).
+ * side's row work when more, and the row pairs it joins into where it is heavy on both sides).
  */
-private final case class CountedKey(
+private[runtime] final case class CountedKey(
     values: Seq[Any], count: KeyCount, share: Double, partition: Int, work: Double)
 
 /**
  * What the counts of a join's inputs found: the heavy keys with the split that is exact for
  * each, those no split is exact for or would spread (and why), and the preserved side whose NULL
- * keys hold the stage back, if one does.
+ * keys hold the stage back, if one does; `mostWork`: the counted key of the most work and its
+ * side, which the reason names when nothing is split.
  */
 private[runtime] final case class Found(
     keys: Seq[(HeavyKey, SplitMode)],
@@ -222,21 +225,17 @@ private[runtime] final case class Found(
     l: StageInput,
     r: StageInput,
     stage: StageLoad,
-    minKeyBytes: Long) {
+    minKeyBytes: Long,
+    mostWork: Option[(JoinSide, CountedKey)] = None) {
 
-  /** The heaviest key of `in`: its share of the rows, its work in bytes, its partition. */
-  private def heaviest(in: StageInput): Option[(Double, Double, Int)] = in.counts.flatMap { c =>
-    c.heaviest.headOption.map { case (row, count) =>
-      (c.share(count.rows), in.keyWork(count.rows), HeavyKeys.partitionOf(
-        in.keys.indices.map(i => InternalRow.copyValue(row.get(i, in.keys(i).dataType))),
-        in.keys, stage.n))
-    }
-  }
+  /** The share of `in`'s rows its heaviest key holds. */
+  private def heaviestShare(in: StageInput): Option[Double] =
+    in.counts.flatMap(c => c.heaviest.headOption.map { case (_, count) => c.share(count.rows) })
 
   /** What was counted: rows, the heaviest key's share and what counting cost, on each side. */
   def numbers: Seq[(String, Any)] = Seq("left" -> l, "right" -> r).flatMap { case (side, in) =>
     in.counts.toSeq.flatMap(c => Seq(s"countedRows($side)" -> c.rows) ++
-      heaviest(in).map { case (share, _, _) => s"heaviestKeyShare($side)" -> f"${share * 100}%.1f%%" } ++
+      heaviestShare(in).map(share => s"heaviestKeyShare($side)" -> f"${share * 100}%.1f%%") ++
       (if (c.nullRows > 0) Seq(s"nullKeyRows($side)" -> c.nullRows) else Nil) ++
       Seq(s"countMs($side)" -> in.countMs))
   }
@@ -263,16 +262,13 @@ private[runtime] final case class Found(
     case Some((k, why)) =>
       s"key ${HeavyKeys.describe(k.values, keyExprs)} holds the stage back, but it is not " +
         s"split: $why"
-    case None =>
-      val (side, in) = Seq("left" -> l, "right" -> r).maxBy { case (_, in) =>
-        heaviest(in).map(_._2).getOrElse(0.0) }
-      heaviest(in) match {
-        case Some((share, work, p)) =>
-          f"no key holds the stage back: the heaviest key holds ${share * 100}%.1f%% of the " +
-            f"$side rows (the work of $work%.0f bytes; a split needs ${minKeyBytes} bytes, " +
-            "skewJoin.runtime.minKeyBytes), its partition " + stage.bytes(p) + " bytes (" +
-            f"${stage.holdBackBytes}%.0f needed on ${stage.slots} task slots, skewJoin.taskSlots)"
-        case None => "no key was counted"
-      }
+    case None => mostWork match {
+      case Some((side, k)) =>
+        f"no key holds the stage back: the heaviest key holds ${k.share * 100}%.1f%% of the " +
+          f"$side rows (the work of ${k.work}%.0f bytes; a split needs ${minKeyBytes} bytes, " +
+          "skewJoin.runtime.minKeyBytes), its partition " + stage.bytes(k.partition) + " bytes (" +
+          f"${stage.holdBackBytes}%.0f needed on ${stage.slots} task slots, skewJoin.taskSlots)"
+      case None => "no key was counted"
+    }
   }
 }

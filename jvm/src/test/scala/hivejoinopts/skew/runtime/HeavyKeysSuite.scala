@@ -74,6 +74,10 @@ class HeavyKeysSuite extends CompletedJoinStages {
     def split(minBytes: Double) = find(c, slots = 64, minBytes = minBytes.toLong).keys.map(_._1.values)
     assert(split(4 * rowWork) == Seq(Seq(5L)))
     assert(split(2 * (rowWork + pairs)).isEmpty)
+    // Not split: the reason names the work the gate weighed, the pairs with it.
+    val why = find(c, slots = 64, minBytes = (2 * (rowWork + pairs)).toLong).none(c.l.keys)
+    val named = "the work of (\\d+) bytes".r.findFirstMatchIn(why).map(_.group(1).toDouble)
+    assert(named.exists(_ >= pairs), why)
   }
 
   test("a key that fills a slot but does not hold back is split only beside one that does") {
