@@ -97,9 +97,10 @@ private[runtime] object SplitLayout {
 
   /**
    * The layout of a split of a join of type `joinType` on what `found` found, every task of about
-   * `target` bytes, and no heavy key's piece of more rows than a rest task of `target` holds. `followed`: a further join on the key above the join is copied into the
-   * branches (no partition is then spread whole). A heavy partition's other keys go to the
-   * remainder, so no task reads the partition whole.
+   * `target` bytes, and no heavy key's piece of more rows than a rest task of `target` holds.
+   * `followed`: a further join on the key above the join is copied into the branches (no
+   * partition is then spread whole). A heavy partition's other keys go to the remainder, so no
+   * task reads the partition whole.
    */
   def of(
       joinType: JoinType,
