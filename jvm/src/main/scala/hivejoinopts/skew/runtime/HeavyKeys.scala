@@ -27,8 +27,11 @@ private[runtime] final case class HeavyKey(
   /** The bytes of the key's rows on `side` of the join, read from `in`. */
   def bytesOn(side: JoinSide, in: StageInput): Double = in.totalBytes * side.pick(leftShare, rightShare)
 
+  /** The key's rows on `side`. */
+  def rowsOn(side: JoinSide): Long = side.pick(leftRows, rightRows)
+
   /** The work of joining the key's rows on `side`, in bytes: its rows at `in`'s row work. */
-  def workOn(side: JoinSide, in: StageInput): Double = in.keyWork(side.pick(leftRows, rightRows))
+  def workOn(side: JoinSide, in: StageInput): Double = in.keyWork(rowsOn(side))
 
   /** The map tasks of `side` that wrote the key. */
   def tasksOn(side: JoinSide): Int = side.pick(leftTasks, rightTasks)
@@ -244,7 +247,7 @@ private[runtime] final case class Found(
   def keyNumbers(keyExprs: Seq[Expression]): Seq[(String, Any)] = {
     val shown = keys.take(5).map { case (k, m) =>
       val share = math.max(k.leftShare, k.rightShare)
-      val tasks = Seq[JoinSide](LeftSide, RightSide).filter(s => s.pick(k.leftRows, k.rightRows) > 0)
+      val tasks = Seq[JoinSide](LeftSide, RightSide).filter(k.rowsOn(_) > 0)
         .map(s => s"${k.tasksOn(s)} map tasks $s").mkString(", ")
       s"${HeavyKeys.describe(k.values, keyExprs)} (${f"${share * 100}%.1f"}%, $tasks, $m)"
     }

@@ -145,10 +145,6 @@ private[runtime] object SplitLayout {
     planned.copy(rest = restRanges((0 until stage.n).filterNot(planned.restOmits), stage.bytes, target))
   }
 
-  /** The rows `keys` hold on `side`. */
-  private def rowsOn(side: JoinSide, keys: Seq[HeavyKey]): Long =
-    keys.map(k => side.pick(k.leftRows, k.rightRows)).sum
-
   /**
    * `parts` (ascending) in ranges of consecutive partitions of at most `target` of `bytes`
    * each, a partition over it alone: the rest's tasks.
@@ -194,7 +190,7 @@ private[runtime] object SplitLayout {
       val tasks = ks.map(_.tasksOn(side)).max
       // The rows the keys will produce count as work beside the bytes read.
       val work = in.bytesOf(p, keys, side) + ks.map(_.outputBytes(l, r)).sum
-      pieces(in, p, work, if (tasks == 0) Int.MaxValue else tasks, rowsOn(side, ks))
+      pieces(in, p, work, if (tasks == 0) Int.MaxValue else tasks, ks.map(_.rowsOn(side)).sum)
     }
     // Per partition of the keys: the specs of both sides' reads, task by task.
     val perPartition = keys.groupBy(_.partition).toSeq.sortBy(_._1).flatMap { case (p, ks) =>
@@ -242,7 +238,8 @@ private[runtime] object SplitLayout {
     val in = split.pick(l, r)
     val other = split.other.pick(l, r)
     val perPartition = keys.groupBy(_.partition).toSeq.sortBy(_._1).flatMap { case (p, ks) =>
-      pieces(in, p, in.bytesOf(p, keys, split), Int.MaxValue, rowsOn(split, ks)).map(ps => (p, ks, ps))
+      pieces(in, p, in.bytesOf(p, keys, split), Int.MaxValue, ks.map(_.rowsOn(split)).sum)
+        .map(ps => (p, ks, ps))
     }
     if (perPartition.isEmpty) None
     else {
