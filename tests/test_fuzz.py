@@ -243,3 +243,95 @@ def test_a_job_left_running_is_cancelled_before_the_tables_go(spark):
     _end_jobs_left_running(sc, wait_s=0.2)
     thread.join()
     assert errors and "cancel" in errors[0].lower(), errors
+
+
+class _Session:
+    """A stand-in session whose query fails with the extension off or on (`fails_with`) and
+    whose JVM then answers or not (`alive`)."""
+
+    class _Frame:
+        def limit(self, n):
+            return self
+
+        def collect(self):
+            return []
+
+    def __init__(self, fails_with: str, alive: bool):
+        self.settings: dict[str, str] = {}
+        self.fails_with, self.alive = fails_with, alive
+        self.conf = self
+
+    def set(self, key, value):
+        self.settings[key] = value
+
+    def sql(self, text):
+        from hive_join_opts.fuzz.runner import PREFIX
+
+        if self.settings[PREFIX + "enabled"] == self.fails_with:
+            raise RuntimeError("Answer from Java side is empty")
+        return self._Frame()
+
+    @property
+    def _jvm(self):
+        if not self.alive:
+            raise ConnectionRefusedError("[Errno 111] Connection refused")
+        from types import SimpleNamespace
+
+        system = SimpleNamespace(nanoTime=lambda: 0)
+        return SimpleNamespace(java=SimpleNamespace(lang=SimpleNamespace(System=system)))
+
+
+def _case():
+    from hive_join_opts.fuzz.runner import Case
+
+    return Case(7, 1, "1:world:0", {}, "SELECT 1", "general")
+
+
+def test_a_query_that_ends_the_jvm_is_told_from_a_bad_query():
+    """An error after which the JVM still answers is the query's (invalid with the extension
+    off); one after which it does not ended the session: lost under Spark's own plan, failed
+    under the extension's, and no later query can run."""
+    from hive_join_opts.fuzz.runner import SessionLost, run_case
+
+    assert run_case(_Session("false", alive=True), _case()).status == "invalid"
+    with pytest.raises(SessionLost) as off:
+        run_case(_Session("false", alive=False), _case())
+    assert off.value.case.status == "lost"
+    assert off.value.case.detail.startswith("Spark's own plan (the extension off) ended the JVM")
+    with pytest.raises(SessionLost) as on:
+        run_case(_Session("true", alive=False), _case())
+    assert on.value.case.status == "failed"
+    assert on.value.case.detail.startswith("with the extension: its plan ended the JVM")
+
+
+def test_a_run_ends_at_the_query_that_ended_the_jvm_and_says_where_to_resume(
+        spark, tmp_path, monkeypatch):
+    """The run stops at the lost query, its report (and checkpoint) names it and the query to
+    resume from, and a run started there (`start`) begins with that query."""
+    from hive_join_opts.fuzz import runner
+
+    ran = []
+    real = runner.run_case
+
+    def ends_at_query_3(session, case):
+        ran.append(case.index)
+        if case.index == 3:
+            case.status, case.detail = "lost", "Spark's own plan (the extension off) ended the JVM"
+            raise runner.SessionLost(case)
+        return real(session, case)
+
+    monkeypatch.setattr(runner, "run_case", ends_at_query_3)
+    slots = runner.PREFIX + "skewJoin.taskSlots"  # one of the settings a run forces
+    before = spark.conf.get(slots, None)
+    checkpoints = []
+    report = runner.fuzz(spark, 6, 5, tmp_path, start=1, checkpoint=checkpoints.append)
+    assert ran == [1, 2, 3]
+    assert report.queries == 3 and report.lost.index == 3 and report.statuses["lost"] == 1
+    assert checkpoints and checkpoints[-1].lost.index == 3
+    assert "the run ended at query 3" in report.summary()
+    assert "resume after it with --seed 5 --from 4" in report.summary()
+    assert '"lost": {' in report.to_json()
+    # The session still answers here, so its settings were put back.
+    assert spark.conf.get(slots, None) == before != runner.FIXED_SETTINGS[slots]
+    with pytest.raises(ValueError, match="must be one of the run's 6 queries"):
+        runner.fuzz(spark, 6, 5, tmp_path, start=6)

@@ -5,7 +5,8 @@ plan) and with it on, in strict mode and with Spark's plan-change validation, so
 throws or returns a malformed plan fails the query. The rows are compared as multisets (doubles
 within a tolerance, NaN equal to NaN). A query that fails with the extension off too was written
 badly by the generator, and one with more than MAX_ROWS rows costs too much to compare; both are
-counted, not compared.
+counted, not compared. A query whose run ends the session's JVM (a join of heavy keys can exhaust
+Spark's own memory) ends the run: the report names it, and a new run resumes after it.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ class Case:
     settings: dict[str, str]
     sql: str
     shape: str
-    status: str = "pending"  # same | differ | failed | invalid | too_big
+    status: str = "pending"  # same | differ | failed | invalid | too_big | lost
     detail: str = ""
     fired: list[str] = field(default_factory=list)
     # Whether a run-time value set of the query collects a list of the side's keys.
@@ -225,6 +226,8 @@ class Report:
     filtered_by_subquery_kind: Counter = field(default_factory=Counter)
     # Per rule, the queries it left as Spark plans them for a non-deterministic expression.
     kept_for_task_dependence: Counter = field(default_factory=Counter)
+    # The query whose run ended the session's JVM, which ended the run (SessionLost).
+    lost: Case | None = None
 
     def never_fired(self) -> list[str]:
         return [r for r in self.rules if self.fired[r] == 0]
@@ -269,6 +272,10 @@ class Report:
         for case in self.failures:
             lines.append("")
             lines.append("FAILED " + case.reproduction())
+        if self.lost is not None:
+            lines.append("")
+            lines.append(f"the run ended at query {self.lost.index}: {self.lost.detail}; resume "
+                         f"after it with --seed {self.seed} --from {self.lost.index + 1}")
         return "\n".join(lines)
 
     def to_json(self) -> str:
@@ -285,6 +292,7 @@ class Report:
             "filtered_by_subquery": self.filtered_by_subquery,
             "filtered_by_subquery_kind": dict(self.filtered_by_subquery_kind),
             "kept_for_task_dependence": dict(self.kept_for_task_dependence),
+            "lost": asdict(self.lost) if self.lost is not None else None,
         }, indent=2)
 
 
@@ -330,16 +338,38 @@ def _error(e: Exception) -> str:
     return f"{type(e).__name__}: {first}{' ' + java if java else ''}"[:2000]
 
 
-def run_case(spark, case: Case) -> Case:
-    """Runs one case off and on and fills in its status."""
-    from .._session import last_decisions
+class SessionLost(RuntimeError):
+    """The session's JVM ended while `case` ran: no later query can run in it. With the
+    extension on, the case also counts as failed."""
 
+    def __init__(self, case: Case):
+        super().__init__(f"query {case.index}: {case.detail}")
+        self.case = case
+
+
+def _session_alive(spark) -> bool:
+    """Whether the session's JVM still answers: after an error, whether the query failed or
+    the JVM ended under it."""
+    try:
+        spark._jvm.java.lang.System.nanoTime()
+        return True
+    except Exception:  # noqa: BLE001 - any error here means the JVM is gone
+        return False
+
+
+def run_case(spark, case: Case) -> Case:
+    """Runs one case off and on and fills in its status; raises SessionLost where a run ended
+    the session's JVM."""
     for key, value in case.settings.items():
         spark.conf.set(key, value)
     spark.conf.set(PREFIX + "enabled", "false")
     try:
         off = _collect(spark, case.sql, MAX_ROWS + 1)
     except Exception as e:  # noqa: BLE001 - a bad query from the generator
+        if not _session_alive(spark):
+            case.status = "lost"
+            case.detail = "Spark's own plan (the extension off) ended the JVM: " + _error(e)
+            raise SessionLost(case) from e
         case.status, case.detail = "invalid", _error(e)
         return case
     if len(off) > MAX_ROWS:
@@ -350,20 +380,31 @@ def run_case(spark, case: Case) -> Case:
     try:
         on = _collect(spark, case.sql)
     except Exception as e:  # noqa: BLE001 - the extension broke the query
-        case.status, case.detail = "failed", "with the extension: " + _error(e)
+        case.status = "failed"
+        if not _session_alive(spark):
+            case.detail = "with the extension: its plan ended the JVM: " + _error(e)
+            raise SessionLost(case) from e
+        case.detail = "with the extension: " + _error(e)
+        _record_decisions(spark, case)
         return case
-    finally:
-        decisions = last_decisions(spark)
-        case.fired = sorted({d.rule for d in decisions if d.fired})
-        case.listed = any(d.fired and "distinctKeysUpTo" in d.numbers for d in decisions)
-        case.looked_up = any(_looked_up(d) for d in decisions)
-        case.rows_filtered = filtered_key_types(decisions)
-        case.filtering_subqueries = filtered_by_subquery(decisions)
-        case.kept_for_task_dependence = sorted(
-            {d.rule for d in decisions if not d.fired and TASK_DEPENDENT in d.numbers})
+    _record_decisions(spark, case)
     diff = difference(off, on)
     case.status, case.detail = ("differ", diff) if diff else ("same", "")
     return case
+
+
+def _record_decisions(spark, case: Case) -> None:
+    """What the rules decided in the case's run with the extension."""
+    from .._session import last_decisions
+
+    decisions = last_decisions(spark)
+    case.fired = sorted({d.rule for d in decisions if d.fired})
+    case.listed = any(d.fired and "distinctKeysUpTo" in d.numbers for d in decisions)
+    case.looked_up = any(_looked_up(d) for d in decisions)
+    case.rows_filtered = filtered_key_types(decisions)
+    case.filtering_subqueries = filtered_by_subquery(decisions)
+    case.kept_for_task_dependence = sorted(
+        {d.rule for d in decisions if not d.fired and TASK_DEPENDENT in d.numbers})
 
 
 # A run-time value set's estimate of a scan's rows it filters: `estimatedFilteredRows(<table>.
@@ -421,14 +462,19 @@ def fuzz(
     progress: Callable[[str], None] | None = None,
     profile: str = "default",
     checkpoint: Callable[[Report], None] | None = None,
+    start: int = 0,
 ) -> Report:
-    """Runs `queries` fuzzed queries from `seed` (or only query number `only`), on new tables
-    every `queries_per_world` queries, with the settings `profile` forces, and restores the
-    session's settings afterwards. `checkpoint` gets the report so far with each progress line,
-    so that a run whose JVM dies (a generated query can exhaust Spark's own memory) still leaves
-    what it compared."""
+    """Runs fuzzed queries `start` to `queries` - 1 of `seed` (or only query number `only`), on
+    new tables every `queries_per_world` queries, with the settings `profile` forces, and
+    restores the session's settings afterwards. `checkpoint` gets the report so far with each
+    progress line. A query whose run ends the session's JVM (a generated query can exhaust
+    Spark's own memory) ends the run: the report names it (`lost`) and is also given to
+    `checkpoint`; a run from the next query (`start`) goes on from there."""
     if profile not in PROFILES:
         raise ValueError(f"unknown fuzz profile {profile!r}; known: {', '.join(PROFILES)}")
+    if only is None and not 0 <= start < queries:
+        raise ValueError(f"the first query ({start}) must be one of the run's {queries} queries "
+                         "(0 to queries - 1)")
     forced = PROFILES[profile]
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     touched = (list(FIXED_SETTINGS) + list(draw_settings(random.Random(0))) + list(forced)
@@ -441,14 +487,16 @@ def fuzz(
     without_adaptive = 0
     by_subquery, by_subquery_kind = 0, Counter()
     kept = Counter()
-    indices = [only] if only is not None else list(range(queries))
-    start = time.monotonic()
+    indices = [only] if only is not None else list(range(start, queries))
+    started = time.monotonic()
     world, world_index = None, None
+    lost = None
 
     def report(ran: int) -> Report:
-        return Report(seed, ran, time.monotonic() - start, statuses, fired, shapes, rules,
+        return Report(seed, ran, time.monotonic() - started, statuses, fired, shapes, rules,
                       failures, invalid, empty, together, listed, looked_up, nested, filtered,
-                      filtered_by_type, without_adaptive, by_subquery, by_subquery_kind, kept)
+                      filtered_by_type, without_adaptive, by_subquery, by_subquery_kind, kept,
+                      lost)
 
     sc = spark.sparkContext
     sc.addJobTag(_JOB_TAG)
@@ -468,7 +516,10 @@ def fuzz(
             sql = with_non_deterministic_column(q.sql, rnd) if profile == "non-deterministic" else q.sql
             case = Case(i, seed, world.seed, settings, sql, q.shape,
                         tables=world.describe(), nested=NESTED in q.tags)
-            run_case(spark, case)
+            try:
+                run_case(spark, case)
+            except SessionLost:
+                lost = case
             statuses[case.status] += 1
             empty += case.status == "same" and case.rows == 0
             listed += case.listed
@@ -489,19 +540,31 @@ def fuzz(
                 progress("FAILED " + case.reproduction())
             elif case.status == "invalid":
                 invalid.append(case)
+            if lost is not None:
+                progress(f"fuzz: the JVM ended in query {i}: {case.detail}")
+                if checkpoint is not None:
+                    checkpoint(report(n + 1))
+                return report(n + 1)
             if (n + 1) % 25 == 0 or n + 1 == len(indices):
-                elapsed = time.monotonic() - start
+                elapsed = time.monotonic() - started
                 left = elapsed / (n + 1) * (len(indices) - n - 1)
                 progress(f"fuzz: {n + 1}/{len(indices)} queries, {len(failures)} failed, "
                          f"{elapsed:.0f} s elapsed, about {left:.0f} s left")
                 if checkpoint is not None:
                     checkpoint(report(n + 1))
     finally:
-        sc.removeJobTag(_JOB_TAG)
-        _end_jobs_left_running(sc)
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+        # Nothing is left to clean up in a JVM that ended.
+        if lost is None or _session_alive(spark):
+            _restore(spark, sc, saved)
     return report(len(indices))
+
+
+def _restore(spark, sc, saved: dict[str, str | None]) -> None:
+    """Ends the run's jobs and puts the session's settings back as they were."""
+    sc.removeJobTag(_JOB_TAG)
+    _end_jobs_left_running(sc)
+    for key, value in saved.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
