@@ -329,7 +329,8 @@ def test_a_run_ends_at_the_query_that_ended_the_jvm_and_says_where_to_resume(
     assert report.queries == 3 and report.lost.index == 3 and report.statuses["lost"] == 1
     assert checkpoints and checkpoints[-1].lost.index == 3
     assert "the run ended at query 3" in report.summary()
-    assert "resume after it with --seed 5 --from 4" in report.summary()
+    assert "resume after it with --from 4 (the same --seed 5, --queries and --profile)" \
+        in report.summary()
     assert '"lost": {' in report.to_json()
     # The session still answers here, so its settings were put back.
     assert spark.conf.get(slots, None) == before != runner.FIXED_SETTINGS[slots]

@@ -275,7 +275,8 @@ class Report:
         if self.lost is not None:
             lines.append("")
             lines.append(f"the run ended at query {self.lost.index}: {self.lost.detail}; resume "
-                         f"after it with --seed {self.seed} --from {self.lost.index + 1}")
+                         f"after it with --from {self.lost.index + 1} (the same --seed "
+                         f"{self.seed}, --queries and --profile)")
         return "\n".join(lines)
 
     def to_json(self) -> str:
