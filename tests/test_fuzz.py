@@ -334,5 +334,6 @@ def test_a_run_ends_at_the_query_that_ended_the_jvm_and_says_where_to_resume(
     assert '"lost": {' in report.to_json()
     # The session still answers here, so its settings were put back.
     assert spark.conf.get(slots, None) == before != runner.FIXED_SETTINGS[slots]
-    with pytest.raises(ValueError, match="must be one of the run's 6 queries"):
+    with pytest.raises(ValueError,
+                       match=r"--from 6\) is not one of the run's 6 queries: give 0 to 5"):
         runner.fuzz(spark, 6, 5, tmp_path, start=6)

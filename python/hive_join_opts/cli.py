@@ -114,10 +114,10 @@ def _cmd_fuzz(args) -> int:
 
     from ._session import local_session
     from .fuzz import fuzz
+    from .fuzz.runner import check_start
 
-    if args.only is None and not 0 <= args.start < args.queries:
-        raise SystemExit(f"fuzz: --from {args.start} is not one of the run's queries: give 0 to "
-                         f"{args.queries - 1}, or more --queries")
+    if args.only is None:
+        check_start(args.start, args.queries)  # before Spark starts
 
     def write(report) -> None:
         Path(args.out).write_text(report.to_json())

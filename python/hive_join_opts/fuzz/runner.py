@@ -453,6 +453,13 @@ def _end_jobs_left_running(sc, wait_s: float = 30.0) -> None:
     sc.cancelJobsWithTag(_JOB_TAG)
 
 
+def check_start(start: int, queries: int) -> None:
+    """Rejects a first query (`--from`) that is not one of the run's `queries`."""
+    if not 0 <= start < queries:
+        raise ValueError(f"the first query (--from {start}) is not one of the run's {queries} "
+                         f"queries: give 0 to {queries - 1}, or more queries")
+
+
 def fuzz(
     spark,
     queries: int,
@@ -473,9 +480,8 @@ def fuzz(
     `checkpoint`; a run from the next query (`start`) goes on from there."""
     if profile not in PROFILES:
         raise ValueError(f"unknown fuzz profile {profile!r}; known: {', '.join(PROFILES)}")
-    if only is None and not 0 <= start < queries:
-        raise ValueError(f"the first query ({start}) must be one of the run's {queries} queries "
-                         "(0 to queries - 1)")
+    if only is None:
+        check_start(start, queries)
     forced = PROFILES[profile]
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     touched = (list(FIXED_SETTINGS) + list(draw_settings(random.Random(0))) + list(forced)
