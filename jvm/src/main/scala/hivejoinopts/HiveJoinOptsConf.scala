@@ -257,6 +257,16 @@ object HiveJoinOptsConf {
       "quarter of them however few it reads.",
     V020, default = 100000L, _ > 0, "Must be a positive number of rows."))
 
+  val SKEW_JOIN_RUNTIME_SIZE_SHUFFLE_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "skewJoin.runtime.sizeShuffle.enabled",
+    "Write a shuffle whose input is known while the query runs into as many partitions as its " +
+      "rows fill (rule SizeShuffleToRows): where the stage that writes it reads only completed " +
+      "shuffle stages through operators that keep or drop rows (the aggregate or ORDER BY " +
+      "above a join), several partitions for each task of skewJoin.runtime.spreadStage.minTaskRows " +
+      "rows or Spark's smallest coalesced partition, at most spark.sql.shuffle.partitions: a " +
+      "map task writes every partition, however few rows it holds. Needs adaptive execution.",
+    V020, default = true))
+
   // ---- map-join pruning ----
 
   val MAP_JOIN_PRUNING_ENABLED: Flag[Boolean] = flag(Flag.boolean(

@@ -12,7 +12,7 @@ import hivejoinopts.log.{DecisionsTable, ResolveDecisionsTable}
 import hivejoinopts.plan.MarkTaskDependentShuffles
 import hivejoinopts.mapjoinpruning.{JoinKeyValuePushdown, RuntimeValueSetFromBroadcast, RuntimeValueSetFromShuffle, RuntimeValueSetPushdown, RuntimeValueSetWait, RuntimeValueSetWaitColumnar}
 import hivejoinopts.skew.{ResolveSkewHint, SkewHintNames, SkewJoinSplit}
-import hivejoinopts.skew.runtime.{CountShuffledJoinKeys, SkewJoinRuntimeSplit, SpreadStageOverSlots}
+import hivejoinopts.skew.runtime.{CountShuffledJoinKeys, SizeShuffleToRows, SkewJoinRuntimeSplit, SpreadStageOverSlots}
 
 /**
  * The value of `spark.sql.extensions`: `hivejoinopts.HiveJoinOptsExtension`. It injects the
@@ -126,6 +126,11 @@ object HiveJoinOptsExtension {
       ext.injectQueryStageOptimizerRule(SkewJoinRuntimeSplit(_))
       ext.injectQueryStageOptimizerRule(SpreadStageOverSlots(_))
     },
+    // Each time adaptive execution plans the rest of the query: a shuffle whose inputs have all
+    // completed, and whose stage is made right after, is written into the partitions its rows
+    // fill, so that the stages above a join write no empty partitions.
+    ExtensionRule.atStart("SizeShuffleToRows", "adaptive execution's rules")(
+      _.injectQueryStagePrepRule(SizeShuffleToRows(_))),
 
     // ---- map-join pruning, once the shuffles are final ----
     // With adaptive execution, after the join keys are counted, so that a join's shuffle is as
