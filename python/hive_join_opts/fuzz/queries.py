@@ -425,15 +425,20 @@ class QueryGenerator:
         return f"SELECT {', '.join(items)} FROM {text}"
 
     def finish(self, q: Query) -> Query:
-        """The outermost projection: collated strings lowered, maybe ORDER BY every column and
-        a LIMIT."""
+        """The outermost projection: collated strings lowered, maybe ORDER BY every column, with
+        a LIMIT or without (a global sort: a range shuffle written by the stage above the
+        query's last shuffle, which SizeShuffleToRows sizes)."""
         items = [f"lower({c}) AS {c}" if t == "cstring" else c for c, t in q.columns.items()]
         sql = f"SELECT {', '.join(items)} FROM ({q.sql}) q"
         tags = list(q.tags)
-        if self.rnd.random() < 0.15:
-            sql += (f" ORDER BY {', '.join(str(i + 1) for i in range(len(items)))} "
-                    f"LIMIT {self.rnd.choice([1, 5, 20])}")
+        order = f" ORDER BY {', '.join(str(i + 1) for i in range(len(items)))}"
+        draw = self.rnd.random()
+        if draw < 0.15:
+            sql += f"{order} LIMIT {self.rnd.choice([1, 5, 20])}"
             tags.append("limit")
+        elif draw < 0.4:
+            sql += order
+            tags.append("order")
         return Query(sql, q.columns, q.shape, tags)
 
     # ---- the shapes rules rewrite ----
