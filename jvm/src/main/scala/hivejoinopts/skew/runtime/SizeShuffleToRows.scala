@@ -13,6 +13,7 @@ import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf
+import hivejoinopts.compat.SparkShims
 import hivejoinopts.HiveJoinOptsConf._
 import hivejoinopts.rules.{Declined, HiveJoinOptsPhysicalRule, Rewrite}
 import hivejoinopts.rules.Attempt.declineIf
@@ -116,8 +117,8 @@ case class SizeShuffleToRows(session: SparkSession) extends HiveJoinOptsPhysical
         "table's scan, whose partitions it must match", numbers: _*)
       _ <- declineIf(size.partitions >= size.sparkPartitions)(s"its rows and bytes fill " +
         s"Spark's ${size.sparkPartitions} partitions", numbers: _*)
-    } yield Rewrite(e.copy(outputPartitioning =
-      SizedShuffle.withPartitions(e.outputPartitioning, size.partitions).get), s"written into " +
+    } yield Rewrite(SparkShims.exchangeWith(e,
+      SizedShuffle.withPartitions(e.outputPartitioning, size.partitions).get, e.child), s"written into " +
       s"${size.partitions} partitions instead of Spark's ${size.sparkPartitions}: at most " +
       s"${known.rows} rows and ${known.bytes} bytes", numbers)
   }
