@@ -98,7 +98,9 @@ class SizeShuffleToRowsSuite extends HiveJoinOptsQueryTest {
 
   test("a shuffle below which an inner or outer join or an Expand can add rows keeps Spark's " +
       "partitions") {
-    withSizeConf() {
+    // At a million rows a task, any bound on these inputs would size the shuffle into 1
+    // partition: only knowing that the join or the Expand adds rows keeps Spark's.
+    withSizeConf(HiveJoinOptsConf.SKEW_JOIN_RUNTIME_SPREAD_STAGE_MIN_TASK_ROWS.key -> "1000000") {
       Seq("SELECT a.b, count(*) FROM za a JOIN zb b ON a.k = b.k GROUP BY a.b",
         "SELECT a.b, count(b.w) FROM za a LEFT JOIN zb b ON a.k = b.k GROUP BY a.b",
         "SELECT b, k, count(*) FROM (SELECT k, b, count(*) AS c FROM za GROUP BY k, b) " +
