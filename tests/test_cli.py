@@ -94,15 +94,18 @@ def test_demo_runs_and_prints_decisions_and_ratios():
     assert "Decisions of hive-join-opts:" in out and "SkewJoinRuntimeSplit fired" in out
     # The join side too big to evaluate while planning prunes with its run-time min/max.
     assert "RuntimeValueSetPushdown fired" in out
+    # The aggregate and the ORDER BY above a semi join, written into the partitions they fill.
+    assert "SizeShuffleToRows fired" in out
     # Each showcase leads with the measure that shows its effect.
     for measure in ("longest / median (straggler)", "big table: row groups read",
-                    "big table: partitions read", "shuffles", "executed plan"):
+                    "big table: partitions read", "shuffles", "executed plan",
+                    "shuffle partitions, top down"):
         assert measure in out
-    assert out.count("wall time on this machine") == 6
+    assert out.count("wall time on this machine") == 7
     # The skew showcase also runs the split weighed against this machine's own cores.
     assert out.count("split planned for these cores") == 1
     same_rows = [line for line in out.splitlines() if line.strip().startswith("same rows")]
-    assert len(same_rows) == 6 and all(line.endswith(" yes") for line in same_rows)
+    assert len(same_rows) == 7 and all(line.endswith(" yes") for line in same_rows)
     summary = out[out.index("=== Summary ==="):]
     assert "skew_join_runtime_split_spread_full_outer"[:31] in summary
     assert "For real numbers: `hive-join-opts bench --scale 1`" in summary.splitlines()[-1]

@@ -173,7 +173,30 @@ def _no_candidates_lines(result: Result) -> tuple[list[Line], str]:
     return lines, effect
 
 
+def _shuffle_partitions(run: Run) -> list[int]:
+    """The partitions each shuffle of the plan that ran was written into, top down."""
+    final = run.plan.split("== Initial Plan ==")[0]
+    return [int(n) for n in re.findall(r"Exchange \w+partitioning\(.*, (\d+)\), ", final)]
+
+
+def _above_first_shuffles_ms(run: Run) -> float:
+    """Task time of the stages that read a shuffle and write one: a join's, an aggregate's."""
+    return sum(s["task_ms"] for s in run.stages if s["reads_shuffle"] and s["writes_shuffle"])
+
+
+def _shuffle_partition_lines(result: Result) -> tuple[list[Line], str]:
+    s, e = result.spark, result.extension
+    sp, ep = _shuffle_partitions(s), _shuffle_partitions(e)
+    lines = [
+        Line("shuffle partitions, top down", "/".join(map(str, sp)), "/".join(map(str, ep))),
+        Line("stages reading a shuffle: task", _s(_above_first_shuffles_ms(s)),
+             _s(_above_first_shuffles_ms(e)), "fewer empty partitions"),
+    ]
+    return lines, f"partitions written {sum(sp)} -> {sum(ep)}"
+
+
 LEADS = {
+    "shuffle_partitions": _shuffle_partition_lines,
     "skewJoin": _skew_lines,
     "mapJoinPruning": _pruning_lines,
     "correlation": _correlation_lines,
@@ -184,7 +207,7 @@ LEADS = {
 def measures_table(result: Result, runs: int) -> tuple[str, str]:
     """The showcase's table (its family's measures, then the time) and its effect in a few
     words, for the summary."""
-    lines, effect = LEADS[result.scenario.family](result)
+    lines, effect = LEADS[result.scenario.demo_measures or result.scenario.family](result)
     s, e = result.spark, result.extension
     noise = " (same plan: noise)" if result.scenario.family == "none" else ""
     lines.append(Line("wall time on this machine", _s(s.wall_ms), _s(e.wall_ms),

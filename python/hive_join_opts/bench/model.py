@@ -114,6 +114,8 @@ class Scenario:
     # there (the whole demo should take a few minutes).
     showcase: bool = False
     demo_scale: float = 0.25
+    # The measures the demo leads with (a key of demo.LEADS): its family's by default.
+    demo_measures: str = ""
     # Picks the join stage from the stages of a run (default: the most uneven heavy stage).
     join_stage: Callable[[list[dict]], dict | None] | None = None
     # Row groups read and the ideal, for scenarios about scans (optional).

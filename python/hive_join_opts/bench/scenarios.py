@@ -13,6 +13,7 @@ from . import (
     prune_repeated_in_subquery,
     runtime_value_set_pushdown,
     skew_join_runtime_split,
+    size_shuffle_to_rows,
     skew_join_split,
     spread_stage_over_slots,
 )
@@ -25,6 +26,7 @@ SCENARIOS: list[Scenario] = unique([
     *skew_join_split.SCENARIOS,
     *skew_join_runtime_split.SCENARIOS,
     *spread_stage_over_slots.SCENARIOS,
+    *size_shuffle_to_rows.SCENARIOS,
     *join_key_value_pushdown.SCENARIOS,
     *runtime_value_set_pushdown.SCENARIOS,
     *aggregate_join_to_window.SCENARIOS,
