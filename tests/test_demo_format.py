@@ -49,3 +49,16 @@ def test_the_summary_fits_100_columns():
     table = summary_table([Shown(S, "partitions read 1,823 -> 30", R)])
     assert max(len(line) for line in table.splitlines()) <= 100
     assert "join_key_value_pushdown_p2_part…" in table and "10.08x" in table
+
+
+def test_shuffle_partitions_are_read_from_the_plan_that_ran_not_the_initial_one():
+    from types import SimpleNamespace
+
+    from hive_join_opts.demo import _shuffle_partitions
+    plan = ("AdaptiveSparkPlan isFinalPlan=true\n+- == Final Plan ==\n"
+            "   +- Exchange rangepartitioning(n#3L DESC NULLS LAST, g#2L ASC NULLS FIRST, 9), "
+            "ENSURE_REQUIREMENTS, [plan_id=860]\n"
+            "      +- Exchange hashpartitioning(pmod(k#1, 7), 200), ENSURE_REQUIREMENTS, "
+            "[plan_id=823]\n+- == Initial Plan ==\n"
+            "   +- Exchange rangepartitioning(n#3L DESC NULLS LAST, 200), ENSURE_REQUIREMENTS\n")
+    assert _shuffle_partitions(SimpleNamespace(plan=plan)) == [9, 200]
