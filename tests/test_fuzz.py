@@ -274,13 +274,14 @@ class _Session:
         return self._Frame()
 
     @property
-    def _jvm(self):
-        if not self.alive:
+    def _jsc(self):
+        """The JVM gone (alive False), its SparkContext stopped ("stopped") or running."""
+        if self.alive is False:
             raise ConnectionRefusedError("[Errno 111] Connection refused")
         from types import SimpleNamespace
 
-        system = SimpleNamespace(nanoTime=lambda: 0)
-        return SimpleNamespace(java=SimpleNamespace(lang=SimpleNamespace(System=system)))
+        context = SimpleNamespace(isStopped=lambda: self.alive == "stopped")
+        return SimpleNamespace(sc=lambda: context)
 
 
 def _case():
@@ -290,20 +291,23 @@ def _case():
 
 
 def test_a_query_that_ends_the_jvm_is_told_from_a_bad_query():
-    """An error after which the JVM still answers is the query's (invalid with the extension
-    off); one after which it does not ended the session: lost under Spark's own plan, failed
-    under the extension's, and no later query can run."""
+    """An error after which the session still runs queries is the query's (invalid with the
+    extension off); one after which its JVM does not answer, or answers with its SparkContext
+    stopped (a task's OutOfMemoryError in a local session), ended the session: lost under
+    Spark's own plan, failed under the extension's, and no later query can run."""
     from hive_join_opts.fuzz.runner import SessionLost, run_case
 
     assert run_case(_Session("false", alive=True), _case()).status == "invalid"
-    with pytest.raises(SessionLost) as off:
-        run_case(_Session("false", alive=False), _case())
-    assert off.value.case.status == "lost"
-    assert off.value.case.detail.startswith("Spark's own plan (the extension off) ended the JVM")
-    with pytest.raises(SessionLost) as on:
-        run_case(_Session("true", alive=False), _case())
-    assert on.value.case.status == "failed"
-    assert on.value.case.detail.startswith("with the extension: its plan ended the JVM")
+    for ended in (False, "stopped"):
+        with pytest.raises(SessionLost) as off:
+            run_case(_Session("false", alive=ended), _case())
+        assert off.value.case.status == "lost"
+        assert off.value.case.detail.startswith(
+            "Spark's own plan (the extension off) ended the session")
+        with pytest.raises(SessionLost) as on:
+            run_case(_Session("true", alive=ended), _case())
+        assert on.value.case.status == "failed"
+        assert on.value.case.detail.startswith("with the extension: its plan ended the session")
 
 
 def test_a_run_ends_at_the_query_that_ended_the_jvm_and_says_where_to_resume(
@@ -318,7 +322,7 @@ def test_a_run_ends_at_the_query_that_ended_the_jvm_and_says_where_to_resume(
     def ends_at_query_3(session, case):
         ran.append(case.index)
         if case.index == 3:
-            case.status, case.detail = "lost", "Spark's own plan (the extension off) ended the JVM"
+            case.status, case.detail = "lost", "Spark's own plan (the extension off) ended the session"
             raise runner.SessionLost(case)
         return real(session, case)
 

@@ -340,8 +340,8 @@ def _error(e: Exception) -> str:
 
 
 class SessionLost(RuntimeError):
-    """The session's JVM ended while `case` ran: no later query can run in it. With the
-    extension on, the case also counts as failed."""
+    """The session ended while `case` ran (its JVM gone or its SparkContext stopped): no later
+    query can run in it. With the extension on, the case also counts as failed."""
 
     def __init__(self, case: Case):
         super().__init__(f"query {case.index}: {case.detail}")
@@ -349,11 +349,11 @@ class SessionLost(RuntimeError):
 
 
 def _session_alive(spark) -> bool:
-    """Whether the session's JVM still answers: after an error, whether the query failed or
-    the JVM ended under it."""
+    """Whether the session can still run a query: after an error, whether the query failed or
+    the session ended under it, its JVM gone or its SparkContext stopped (a task's
+    OutOfMemoryError stops a local session's context and leaves the JVM answering)."""
     try:
-        spark._jvm.java.lang.System.nanoTime()
-        return True
+        return not spark._jsc.sc().isStopped()
     except Exception:  # noqa: BLE001 - any error here means the JVM is gone
         return False
 
@@ -369,7 +369,7 @@ def run_case(spark, case: Case) -> Case:
     except Exception as e:  # noqa: BLE001 - a bad query from the generator
         if not _session_alive(spark):
             case.status = "lost"
-            case.detail = "Spark's own plan (the extension off) ended the JVM: " + _error(e)
+            case.detail = "Spark's own plan (the extension off) ended the session: " + _error(e)
             raise SessionLost(case) from e
         case.status, case.detail = "invalid", _error(e)
         return case
@@ -383,7 +383,7 @@ def run_case(spark, case: Case) -> Case:
     except Exception as e:  # noqa: BLE001 - the extension broke the query
         case.status = "failed"
         if not _session_alive(spark):
-            case.detail = "with the extension: its plan ended the JVM: " + _error(e)
+            case.detail = "with the extension: its plan ended the session: " + _error(e)
             raise SessionLost(case) from e
         case.detail = "with the extension: " + _error(e)
         _record_decisions(spark, case)
@@ -548,7 +548,7 @@ def fuzz(
             elif case.status == "invalid":
                 invalid.append(case)
             if lost is not None:
-                progress(f"fuzz: the JVM ended in query {i}: {case.detail}")
+                progress(f"fuzz: the session ended in query {i}: {case.detail}")
                 if checkpoint is not None:
                     checkpoint(report(n + 1))
                 return report(n + 1)
