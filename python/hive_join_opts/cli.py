@@ -229,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "reproduce)")
     first.add_argument("--from", type=int, default=0, metavar="N", dest="start",
                        help="start at query number N of the seed (default 0): resumes a run "
-                            "that a query ending the JVM stopped")
+                            "that a query ending the session stopped")
     p.add_argument("--profile", default="default", choices=sorted(PROFILES),
                    help="settings forced on every query: runtime-split makes the run-time skew "
                         "split fire wherever a key is heavier than a slot's share; "
