@@ -322,7 +322,8 @@ def test_a_run_ends_at_the_query_that_ended_the_jvm_and_says_where_to_resume(
     def ends_at_query_3(session, case):
         ran.append(case.index)
         if case.index == 3:
-            case.status, case.detail = "lost", "Spark's own plan (the extension off) ended the session"
+            case.status = "lost"
+            case.detail = "Spark's own plan (the extension off) ended the session"
             raise runner.SessionLost(case)
         return real(session, case)
 

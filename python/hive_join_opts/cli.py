@@ -131,7 +131,8 @@ def _cmd_fuzz(args) -> int:
     print(report.summary())
     if args.out:
         write(report)
-    # A run that ended early (the session ended under Spark's own plan) compared too little to pass.
+    # A run that ended early (the session ended under Spark's own plan) compared too little to
+    # pass.
     return 1 if report.failures else 2 if report.lost is not None else 0
 
 

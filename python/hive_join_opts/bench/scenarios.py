@@ -12,8 +12,8 @@ from . import (
     no_candidates,
     prune_repeated_in_subquery,
     runtime_value_set_pushdown,
-    skew_join_runtime_split,
     size_shuffle_to_rows,
+    skew_join_runtime_split,
     skew_join_split,
     spread_stage_over_slots,
 )

@@ -13,8 +13,8 @@ import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.internal.SQLConf
 
 import hivejoinopts.HiveJoinOptsConf
-import hivejoinopts.compat.SparkShims
 import hivejoinopts.HiveJoinOptsConf._
+import hivejoinopts.compat.SparkShims
 import hivejoinopts.rules.{Declined, HiveJoinOptsPhysicalRule, Rewrite}
 import hivejoinopts.rules.Attempt.declineIf
 
