@@ -6,6 +6,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan, Subquery}
 import hivejoinopts.HiveJoinOptsConf.{Family, MapJoinPruning}
 import hivejoinopts.plan.{Candidates, JoinKeys, JoinSide, JoinSides}
 import hivejoinopts.rules.HiveJoinOptsLogicalRule
+import hivejoinopts.scan.FileListing
 
 /**
  * What the map-join pruning rules share: their family, the plans they leave alone (a correlated
@@ -31,7 +32,8 @@ abstract class MapJoinPruningRule extends HiveJoinOptsLogicalRule with Predicate
     case _ if plan.isStreaming => plan
     case _ =>
       val settings = PruningSettings(conf)
-      pass(plan, settings, System.nanoTime() + settings.timeoutMs * 1000000L)
+      // Each join of the plan weighs the same tables: list each once.
+      FileListing.once(pass(plan, settings, System.nanoTime() + settings.timeoutMs * 1000000L))
   }
 
   /**

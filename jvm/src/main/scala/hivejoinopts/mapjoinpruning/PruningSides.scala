@@ -76,7 +76,8 @@ private[mapjoinpruning] final class PruningSides(
   import settings._
 
   private val overlaps = mutable.HashMap.empty[(LogicalPlan, String), Option[String]]
-  private val footerRowsOf = mutable.HashMap.empty[LogicalPlan, Option[Long]]
+  private val footerRowsOf =
+    new java.util.IdentityHashMap[LogicalPlan, mutable.HashMap[Seq[String], Option[Long]]]()
 
   /** Checks the side to prune and the side with the values before anything runs. */
   def orientation(
@@ -84,20 +85,22 @@ private[mapjoinpruning] final class PruningSides(
       big: LogicalPlan,
       small: LogicalPlan,
       keys: Seq[(Expression, Expression)]): Either[String, Orientation] = {
-    val Traced(usable, _, notPushed) = trace(big, keys)
+    lazy val Traced(usable, _, notPushed) = trace(big, keys)
     lazy val smallStats = Try(small.stats).toOption
     lazy val bigBytes = scanBytes(usable)
     lazy val unsuitable = unsuitableSmallSide(small)
     lazy val overBounds = tooBigToEvaluate(small)
-    if (usable.isEmpty) {
+    val reached = reachedScans(big, keys)
+    if (reached.exists(_ < minBigBytes)) {
+      Left(s"$sideName side: ${scansUnderMinBytes(reached.get)}")
+    } else if (usable.isEmpty) {
       Left(s"$sideName side: " + notPushed.mkString(", "))
     } else if (unsuitable.isDefined) {
       Left(s"$sideName side: the other side ${unsuitable.get}")
     } else if (overBounds.isDefined) {
       Left(s"$sideName side: the other side ${overBounds.get}")
     } else if (bigBytes < minBigBytes) {
-      Left(s"$sideName side: the scans to prune are estimated at $bigBytes bytes, under " +
-        s"$minBigBytes (bigSide.minBytes)")
+      Left(s"$sideName side: ${scansUnderMinBytes(bigBytes)}")
     } else if (bigBytes <= smallStats.get.sizeInBytes) {
       Left(s"$sideName side: the scans to prune ($bigBytes bytes) are not bigger than the " +
         s"other side (${smallStats.get.sizeInBytes} bytes)")
@@ -129,6 +132,21 @@ private[mapjoinpruning] final class PruningSides(
       traced.flatMap(_._3).distinct)
   }
 
+  /**
+   * Spark's estimate of every scan the keys reach, in order on them or not (None: they reach
+   * none): at least [[scanBytes]] of any keys [[trace]] keeps, known without a footer. Most
+   * joins of a plan have a side too small to prune; this says so before any footer is read.
+   */
+  def reachedScans(big: LogicalPlan, keys: Seq[(Expression, Expression)]): Option[BigInt] = {
+    val scans = keys.map(_._1).filter(k => ValueSetPushdown.supportedType(k.dataType))
+      .flatMap(k => ValueSetPushdown.walk(big, k, _ => None).targets).map(_.scan).distinct
+    if (scans.isEmpty) None
+    else Some(scans.map(s => Try(s.stats.sizeInBytes).getOrElse(BigInt(0))).sum)
+  }
+
+  def scansUnderMinBytes(bytes: BigInt): String =
+    s"the scans to prune are estimated at $bytes bytes, under $minBigBytes (bigSide.minBytes)"
+
   /** Spark's estimate of the scans the keys reach. */
   def scanBytes(keys: Seq[TracedKey]): BigInt = keys.flatMap(_.targets).map(_.scan).distinct
     .map(s => Try(s.stats.sizeInBytes).getOrElse(BigInt(0))).sum
@@ -140,7 +158,8 @@ private[mapjoinpruning] final class PruningSides(
    * failures).
    */
   def evaluatedOverLimits(small: LogicalPlan): Option[String] =
-    SmallSideCache.key(session, small, maxRows, maxBytes).flatMap(SmallSideCache.get)
+    if (!SmallSideCache.mayHoldRefusal) None
+    else SmallSideCache.key(session, small, maxRows, maxBytes).flatMap(SmallSideCache.get)
       .flatMap(_.left.toOption)
 
   /**
@@ -215,23 +234,26 @@ private[mapjoinpruning] final class PruningSides(
    * most by `IS NOT NULL` (which Spark infers on join keys): from its footers, known before
    * anything runs. None for any other side.
    */
-  private def footerRows(small: LogicalPlan): Option[Long] =
-    footerRowsOf.getOrElseUpdate(small.canonicalized, {
-      def notNullOnly(p: LogicalPlan, notNull: Seq[String]): Option[Long] = p match {
-        case Project(_, child) => notNullOnly(child, notNull)
-        case Filter(cond, child) =>
-          val columns = splitConjunctivePredicates(cond).map {
-            case IsNotNull(a: Attribute) => Some(a.name)
-            case _ => None
-          }
-          if (columns.forall(_.isDefined)) notNullOnly(child, notNull ++ columns.flatten) else None
-        case l @ FileRelation(fs) if fs.fileFormat.isInstanceOf[ParquetFileFormat] &&
-            skipFilesMaxFiles > 0 && notNull.forall(c => l.output.exists(_.name == c)) =>
-          RowGroupOverlap.rowsAtLeast(session, fs, notNull.distinct, skipFilesMaxFiles, deadline)
-        case _ => None
-      }
-      notNullOnly(small, Nil)
-    })
+  private def footerRows(small: LogicalPlan): Option[Long] = {
+    def notNullOnly(p: LogicalPlan, notNull: Seq[String]): Option[Long] = p match {
+      case Project(_, child) => notNullOnly(child, notNull)
+      case Filter(cond, child) =>
+        val columns = splitConjunctivePredicates(cond).map {
+          case IsNotNull(a: Attribute) => Some(a.name)
+          case _ => None
+        }
+        if (columns.forall(_.isDefined)) notNullOnly(child, notNull ++ columns.flatten) else None
+      case l @ FileRelation(fs) if fs.fileFormat.isInstanceOf[ParquetFileFormat] &&
+          skipFilesMaxFiles > 0 && notNull.forall(c => l.output.exists(_.name == c)) =>
+        // By the relation itself (the same object for every join that reads it), not by its
+        // plan: canonicalizing each side costs more than the walk.
+        val counted = footerRowsOf.computeIfAbsent(l, _ => mutable.HashMap.empty)
+        counted.getOrElseUpdate(notNull.distinct.sorted,
+          RowGroupOverlap.rowsAtLeast(session, fs, notNull.distinct, skipFilesMaxFiles, deadline))
+      case _ => None
+    }
+    notNullOnly(small, Nil)
+  }
 
   /** Why `small` cannot be evaluated on its own, if it cannot. */
   def unsuitableSmallSide(small: LogicalPlan): Option[String] = {

@@ -363,6 +363,8 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       }
       lazy val unorderedTargets = unordered.flatMap(_.targets).toSet
       lazy val bigBytes = sides.scanBytes(targets)
+      // Every scan the keys reach, before their footers are read for `targets`.
+      lazy val reached = sides.reachedScans(big, keys)
       lazy val unsuitable = sides.unsuitableSmallSide(small)
       lazy val valueSetSide = RuntimeValueSetSide.of(small, keys.map(_._2))
       lazy val smallBytes = Try(RuntimeValueSetSide.readBytes(valueSetSide.toOption.get.plan))
@@ -371,6 +373,8 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
       if (planningTimeTakesSmallSide && sides.tooBigToEvaluate(small).isEmpty &&
           sides.evaluatedOverLimits(small).isEmpty) {
         why("the other side is small enough for JoinKeyValuePushdown to evaluate while planning")
+      } else if (reached.exists(_ < minBigBytes)) {
+        why(sides.scansUnderMinBytes(reached.get))
       } else if (unsuitable.isDefined) {
         why(s"the other side ${unsuitable.get}")
       } else if (valueSetSide.isLeft) {
@@ -379,8 +383,7 @@ case class RuntimeValueSetPushdown(session: SparkSession) extends MapJoinPruning
         why((notPushed ++ orderedKeys.flatMap(_.targets).flatMap(runtimeUse(_, sparkPrunes)))
           .distinct.mkString(", "))
       } else if (bigBytes < minBigBytes) {
-        why(s"the scans to prune are estimated at $bigBytes bytes, under $minBigBytes " +
-          "(bigSide.minBytes)")
+        why(sides.scansUnderMinBytes(bigBytes))
       } else if (bigBytes <= smallBytes) {
         why(s"the scans to prune ($bigBytes bytes) are not bigger than what the value set " +
           s"reads of the other side ($smallBytes bytes)")

@@ -46,6 +46,18 @@ private[mapjoinpruning] object SmallSideCache {
 
   def get(key: AnyRef): Option[Either[String, SmallSideRows]] = entries.get(key)
 
+  // Set by the first side kept as over its limits, never cleared.
+  @volatile private var refusedAny = false
+
+  /**
+   * Whether a side found over its limits may be kept: until one is, nothing asks for a key to
+   * look one up (the key canonicalizes the plan and fingerprints its files).
+   */
+  def mayHoldRefusal: Boolean = refusedAny
+
   /** Keeps the rows of a side, or why it is not used (over its limits). */
-  def put(key: AnyRef, outcome: Either[String, SmallSideRows]): Unit = entries.put(key, outcome)
+  def put(key: AnyRef, outcome: Either[String, SmallSideRows]): Unit = {
+    if (outcome.isLeft) refusedAny = true
+    entries.put(key, outcome)
+  }
 }

@@ -32,7 +32,7 @@ private[hivejoinopts] object RowGroupOverlap {
   /** The median share of overlapping row groups, and how many files and row groups it is from. */
   final case class Overlap(share: Double, files: Int, rowGroups: Int)
 
-  /** Most row groups compared (the comparison is quadratic). */
+  /** Most row groups compared. */
   private val MaxRowGroups = 2000
 
   /** The overlap of `column` in `relation`'s files, or None when the footers do not tell. */
@@ -45,19 +45,46 @@ private[hivejoinopts] object RowGroupOverlap {
     val (files, chunks) = sampledChunks(session, relation, column, maxFiles, deadlineNanos)
     // Footers not read by the deadline are left out of the sample.
     val read = chunks.flatten
-    val ranges = read.iterator.flatMap(c => c.rowGroups.map(_.range.map((_, c.comparator))))
-      .take(MaxRowGroups).toIndexedSeq
-    if (ranges.size < 2 || ranges.exists(_.isEmpty)) {
-      // Row groups without statistics cannot be skipped by them either way: no answer.
-      None
-    } else {
-      val rs = ranges.flatten
-      val shares = rs.indices.map { i =>
-        val ((lo, hi), cmp) = rs(i)
-        rs.indices.count(j => j != i && cmp.compare(rs(j)._1._1, hi) <= 0 &&
-          cmp.compare(lo, rs(j)._1._2) <= 0).toDouble / (rs.size - 1)
+    val ranges = read.iterator.flatMap(c => c.rowGroups.map(_.range)).take(MaxRowGroups)
+      .toIndexedSeq
+    // Row groups without statistics cannot be skipped by them either way: no answer. Nor where
+    // the files store the column as different types, whose statistics compare otherwise.
+    val types = read.map(c => (c.primitive.getPrimitiveTypeName,
+      Option(c.primitive.getLogicalTypeAnnotation))).distinct
+    if (ranges.size < 2 || ranges.exists(_.isEmpty) || types.size != 1) None
+    else medianShare(ranges.flatten, read.head.comparator)
+      .map(Overlap(_, files.size, ranges.size))
+  }
+
+  /**
+   * The median, over `ranges`, of the share of the other ranges each intersects; None if a
+   * range's minimum is over its maximum. A range [lo, hi] meets every other whose minimum is at
+   * most `hi`, but those whose maximum is under `lo`: both are counted in the sorted bounds, so
+   * that a sample of n row groups costs n log n comparisons, not n squared.
+   */
+  private[scan] def medianShare(ranges: IndexedSeq[(Any, Any)], cmp: java.util.Comparator[Any])
+      : Option[Double] = {
+    if (ranges.size < 2 || ranges.exists(r => cmp.compare(r._1, r._2) > 0)) None
+    else {
+      val order = Ordering.comparatorToOrdering(cmp)
+      val mins = ranges.map(_._1).sorted(order)
+      val maxes = ranges.map(_._2).sorted(order)
+      // How many of `sorted` come before the first that `past` says is past the value.
+      def countBefore(sorted: IndexedSeq[Any], past: Any => Boolean): Int = {
+        var (lo, hi) = (0, sorted.size)
+        while (lo < hi) {
+          val mid = (lo + hi) >>> 1
+          if (past(sorted(mid))) hi = mid else lo = mid + 1
+        }
+        lo
+      }
+      val shares = ranges.map { case (lo, hi) =>
+        val minsUpToHi = countBefore(mins, cmp.compare(_, hi) > 0)
+        val maxesUnderLo = countBefore(maxes, cmp.compare(_, lo) >= 0)
+        // Less the range itself, which meets its own bounds.
+        (minsUpToHi - maxesUnderLo - 1).toDouble / (ranges.size - 1)
       }.sorted
-      Some(Overlap(shares(shares.size / 2), files.size, rs.size))
+      Some(shares(shares.size / 2))
     }
   }
 
@@ -120,7 +147,8 @@ private[hivejoinopts] object RowGroupOverlap {
         for (a <- scale.statistic(c, min); b <- scale.statistic(c, max) if a <= b) yield {
           val step = scale.step(c)
           val overlap = (b.min(scale.hi) - a.max(scale.lo) + step).max(0)
-          (overlap / (b - a + step)).toDouble * (g.rows - nulls.getOrElse(0L))
+          // The share in doubles: BigDecimal's division (34 digits) is the costly step here.
+          overlap.toDouble / (b - a + step).toDouble * (g.rows - nulls.getOrElse(0L))
         }
       case _ => None
     }}
@@ -226,7 +254,7 @@ private[hivejoinopts] object RowGroupOverlap {
       maxFiles: Int,
       deadlineNanos: Long): Option[(Int, Int)] = relation.location match {
     case index: PartitioningAwareFileIndex if relation.partitionSchema.isEmpty =>
-      val files = index.allFiles().filter(f => isDataFile(f.getPath))
+      val files = FileListing.dataFiles(index)
       if (files.isEmpty || files.size > maxFiles) None
       else {
         val chunks = FileFooters.column(relation, files, column, session, deadlineNanos)
@@ -274,7 +302,7 @@ private[hivejoinopts] object RowGroupOverlap {
       deadlineNanos: Long,
       countOn: Option[String] = None): Option[Long] = relation.location match {
     case index: PartitioningAwareFileIndex if relation.dataSchema.nonEmpty =>
-      val files = index.allFiles().filter(f => isDataFile(f.getPath))
+      val files = FileListing.dataFiles(index)
       if (files.size > maxFiles) None
       else {
         val read = scala.collection.mutable.Map.empty[String, Option[Seq[RowGroupStats]]]
@@ -313,19 +341,15 @@ private[hivejoinopts] object RowGroupOverlap {
       session: SparkSession,
       relation: HadoopFsRelation,
       maxFiles: Int): Seq[FileStatus] = {
-    val listed = relation.location match {
-      case index: PartitioningAwareFileIndex => index.allFiles()
+    val files = relation.location match {
+      case index: PartitioningAwareFileIndex => FileListing.dataFiles(index)
       // A catalog table's partitions are listed only when pruned: walk a few folders instead.
       case other => walk(other.rootPaths, maxFiles, SparkShims.classicSession(session)
-        .sessionState.newHadoopConfWithOptions(relation.options))
+        .sessionState.newHadoopConfWithOptions(relation.options)).sortBy(_.getPath.toString)
     }
-    val files = listed.filter(f => isDataFile(f.getPath)).sortBy(_.getPath.toString)
     if (files.size <= maxFiles) files
     else (0 until maxFiles).map(i => files(i * files.size / maxFiles))
   }
-
-  private def isDataFile(p: Path): Boolean =
-    !p.getName.startsWith("_") && !p.getName.startsWith(".")
 
   /** Data files under `roots`, breadth first, stopping at `maxFiles` files. */
   private def walk(
@@ -342,7 +366,7 @@ private[hivejoinopts] object RowGroupOverlap {
       val children = try dir.getFileSystem(hadoopConf).listStatus(dir).toSeq catch {
         case NonFatal(_) => Nil
       }
-      children.filter(c => isDataFile(c.getPath)).foreach { c =>
+      children.filter(c => FileListing.isDataFile(c.getPath)).foreach { c =>
         if (c.isDirectory) queue.enqueue(c.getPath)
         else if (count < maxFiles) { found += c; count += 1 }
       }

@@ -50,6 +50,27 @@ class RowGroupOverlapSuite extends ParquetTables {
     assert(overlap("shuffled").get.share > 0.9, overlap("shuffled"))
   }
 
+  test("the median share from sorted bounds is the share counted pair by pair") {
+    val cmp = Ordering.Int.asInstanceOf[java.util.Comparator[Any]]
+    // Each range against every other, bounds that touch counted as overlapping.
+    def pairwise(rs: IndexedSeq[(Any, Any)]): Double = {
+      def i(v: Any) = v.asInstanceOf[Int]
+      val shares = rs.indices.map(a => rs.indices.count(b => b != a &&
+        i(rs(b)._1) <= i(rs(a)._2) && i(rs(a)._1) <= i(rs(b)._2)).toDouble / (rs.size - 1))
+      shares.sorted.apply(shares.size / 2)
+    }
+    val random = new scala.util.Random(7)
+    for (n <- Seq(2, 3, 10, 101, 500); width <- Seq(0, 3, 40, 1000)) {
+      val rs = IndexedSeq.fill(n) {
+        val lo = random.nextInt(1000)
+        (lo: Any, (lo + random.nextInt(width + 1)): Any)
+      }
+      assert(RowGroupOverlap.medianShare(rs, cmp) == Some(pairwise(rs)), s"n=$n width=$width")
+    }
+    // A minimum over its maximum: statistics that do not tell.
+    assert(RowGroupOverlap.medianShare(IndexedSeq((5, 1), (0, 9)), cmp).isEmpty)
+  }
+
   test("one row group tells nothing") {
     assert(overlap("one_group").isEmpty)
   }
