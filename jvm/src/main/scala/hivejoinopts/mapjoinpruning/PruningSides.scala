@@ -138,17 +138,18 @@ private[mapjoinpruning] final class PruningSides(
    * joins of a plan have a side too small to prune; this says so before any footer is read.
    */
   def reachedScans(big: LogicalPlan, keys: Seq[(Expression, Expression)]): Option[BigInt] = {
-    val scans = keys.map(_._1).filter(k => ValueSetPushdown.supportedType(k.dataType))
-      .flatMap(k => ValueSetPushdown.walk(big, k, _ => None).targets).map(_.scan).distinct
-    if (scans.isEmpty) None
-    else Some(scans.map(s => Try(s.stats.sizeInBytes).getOrElse(BigInt(0))).sum)
+    val targets = keys.map(_._1).filter(k => ValueSetPushdown.supportedType(k.dataType))
+      .flatMap(k => ValueSetPushdown.walk(big, k, _ => None).targets)
+    if (targets.isEmpty) None else Some(estimatedBytes(targets))
   }
 
   def scansUnderMinBytes(bytes: BigInt): String =
     s"the scans to prune are estimated at $bytes bytes, under $minBigBytes (bigSide.minBytes)"
 
   /** Spark's estimate of the scans the keys reach. */
-  def scanBytes(keys: Seq[TracedKey]): BigInt = keys.flatMap(_.targets).map(_.scan).distinct
+  def scanBytes(keys: Seq[TracedKey]): BigInt = estimatedBytes(keys.flatMap(_.targets))
+
+  private def estimatedBytes(targets: Seq[Target]): BigInt = targets.map(_.scan).distinct
     .map(s => Try(s.stats.sizeInBytes).getOrElse(BigInt(0))).sum
 
   /**
