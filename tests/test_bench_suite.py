@@ -264,7 +264,7 @@ def test_the_summary_counts_only_queries_that_ran_in_both_configurations():
     assert s.spark_total_ms == 1100 + 1000 + 800 and s.extension_total_ms == 550 + 1100 + 800
     assert s.geomean == pytest.approx(math.exp((math.log(2) + math.log(1 / 1.1) + 0) / 3))
     assert s.geomean_fired == pytest.approx(2.0)
-    assert s.slow == [("q2", pytest.approx(1 / 1.1))]
+    assert s.slow == [("q2", pytest.approx(1 / 1.1), pytest.approx(1 / 1.1), pytest.approx(1 / 1.1))]
     assert s.fails_in_both == [("q90", "[DIVIDE_BY_ZERO] ...")] and s.failed == []
 
 
@@ -297,6 +297,19 @@ def test_the_report_gives_the_key_counts_share_of_the_shuffles_map_tasks():
     assert ("the run-time split's key counts: 20 ms of the 1000 ms that the map tasks of the "
             "shuffles ran, in the queries that counted (2.0%); most: q3, 3.0%") in text
     assert "| 0 / 10 (10%) | 20 (3.0%) |" in text and "| 0 / 10 (10%) | - |" in text
+
+
+def test_a_slow_query_is_listed_with_its_rounds_lowest_and_highest_ratio():
+    # q2's rounds: 0.91x, 1.11x and 0.83x, its ratio their median; q3's all under 1.0x.
+    results = [result("q1", [1000, 1000, 1000], [500, 500, 500]),
+               result("q2", [1000, 1000, 1000], [1100, 900, 1200]),
+               result("q3", [1000, 1000, 1000], [1250, 1150, 1200])]
+    context = suite_report.Context(suite="tpch", scale=1, preset=None, runs=3, warmup=1,
+                                   spark_version="4.2.1", master="local[2]",
+                                   shuffle_partitions="200", work_source="the decisions")
+    text = suite_report.markdown(results, context)
+    assert ("- below 0.95x (its rounds' lowest to highest ratio): q3 0.83x (0.80x to 0.87x), "
+            "q2 0.91x (0.83x to 1.11x); 1 of 2 had a round at 1.00x or above") in text
 
 
 def test_the_report_names_its_command_and_every_query():

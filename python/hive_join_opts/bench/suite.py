@@ -111,6 +111,13 @@ class QueryResult:
                               [r.wall_ms for r in self.extension_runs])
 
     @property
+    def round_ratios(self) -> list[float]:
+        """Each round's Spark / extension ratio, lowest first: their spread is the noise a
+        query's ratio carries."""
+        return sorted(s.wall_ms / max(e.wall_ms, 1e-9)
+                      for s, e in zip(self.spark_runs, self.extension_runs))
+
+    @property
     def tuned(self) -> bool:
         return self.counted and bool(self.tuned_runs)
 
