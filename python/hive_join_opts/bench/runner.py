@@ -130,10 +130,15 @@ def typical(runs: list[Run]) -> Run:
     )
 
 
+def round_ratios(spark: list[float], extension: list[float]) -> list[float]:
+    """Each round's ratio of the two configurations' times, in round order."""
+    return [s / max(e, 1e-9) for s, e in zip(spark, extension)]
+
+
 def paired_speedup(spark: list[float], extension: list[float]) -> float:
     """The median of the rounds' ratios: each round runs both configurations back to back, so a
     slow spell of the machine slows both runs of a round and cancels in its ratio."""
-    return statistics.median(s / max(e, 1e-9) for s, e in zip(spark, extension))
+    return statistics.median(round_ratios(spark, extension))
 
 
 @dataclass

@@ -33,7 +33,7 @@ from pathlib import Path
 from .._compare import difference
 from .. import _progress as progress
 from .model import ENABLED_KEY, EXTENSION, SPARK, TENTH, TUNED, TUNED_TENTH
-from .runner import Bench, aqe_split, paired_speedup, planning_ms, sample_ms
+from .runner import Bench, aqe_split, paired_speedup, planning_ms, round_ratios, sample_ms
 from .skew_join_split import MB, aqe_skew_split_at
 
 # Suite -> the benchmark whose query texts it runs.
@@ -114,8 +114,8 @@ class QueryResult:
     def round_ratios(self) -> list[float]:
         """Each round's Spark / extension ratio, lowest first: their spread is the noise a
         query's ratio carries."""
-        return sorted(s.wall_ms / max(e.wall_ms, 1e-9)
-                      for s, e in zip(self.spark_runs, self.extension_runs))
+        return sorted(round_ratios([r.wall_ms for r in self.spark_runs],
+                                   [r.wall_ms for r in self.extension_runs]))
 
     @property
     def tuned(self) -> bool:
