@@ -136,16 +136,19 @@ def test_bench_suite_writes_table_chart_and_json(tmp_path):
     out = tmp_path / "suite"
     result = run_cli("bench", "--suite", "tpch", "--scale", "0.01", "--runs", "1",
                      "--query", "q6", "--query", "q17", "--out", str(out),
+                     "--spark-conf", "spark.shuffle.sort.bypassMergeThreshold=0",
                      env={"HIVE_JOIN_OPTS_PROGRESS": "plain"})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     table = (out / "tpch.md").read_text()
-    assert "`hive-join-opts bench --suite tpch --scale 0.01 --runs 1 --query q6 --query q17`" \
-        in table.splitlines()[0]
+    # The setting as the session holds it: the command reproduces the run.
+    assert ("`hive-join-opts bench --suite tpch --scale 0.01 --runs 1 --query q6 --query q17 "
+            "--spark-conf spark.shuffle.sort.bypassMergeThreshold=0`") in table.splitlines()[0]
     assert "| q17 |" in table and "| q6 |" in table
     assert (out / "tpch.png").stat().st_size > 1000
     raw = json.loads((out / "tpch.json").read_text())
     assert [q["name"] for q in raw["queries"]] == ["q6", "q17"]
     assert all(q["same_rows"] and q["counted"] for q in raw["queries"])
+    assert raw["context"]["spark_conf"] == {"spark.shuffle.sort.bypassMergeThreshold": "0"}
     # Progress goes to stderr, one plain line per step; stdout has the table only.
     assert "bench --suite tpch: query 2/2 q17: round 2/2 (timed 1/1)" in result.stderr
     assert "| step " not in result.stdout and "\r" not in result.stderr
@@ -153,6 +156,18 @@ def test_bench_suite_writes_table_chart_and_json(tmp_path):
     assert unknown.returncode != 0 and "no query q99 in tpch" in unknown.stderr
     mixed = run_cli("bench", "--suite", "tpch", "--scenario", "no_candidates")
     assert mixed.returncode != 0 and "--query" in mixed.stderr
+
+
+def test_bench_names_a_spark_conf_it_cannot_honour_before_it_starts_spark():
+    for setting, says in [
+        ("spark.shuffle.sort.bypassMergeThreshold", "takes KEY=VALUE"),
+        ("shuffle.compress=false", "takes KEY=VALUE"),
+        ("spark.sql.shuffle.partitions=8", "sets SQL settings per configuration"),
+        ("spark.driver.memory=2g", "sets it itself"),
+    ]:
+        result = run_cli("bench", "--spark-conf", setting, "--list")
+        assert result.returncode != 0 and says in result.stderr, (setting, result.stderr)
+        assert "Traceback" not in result.stderr
 
 
 def test_explain_reports_a_bad_query_without_a_traceback():

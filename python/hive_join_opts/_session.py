@@ -220,17 +220,26 @@ def log4j_config() -> str:
     return os.environ.get("HIVE_JOIN_OPTS_LOG4J2") or str(Path(__file__).with_name("log4j2.properties"))
 
 
+# The settings local_session makes itself (the driver's memory: HIVE_JOIN_OPTS_DRIVER_MEMORY).
+SESSION_KEYS = frozenset({
+    "spark.master", "spark.app.name", "spark.driver.host", "spark.driver.bindAddress",
+    "spark.driver.memory", "spark.driver.extraJavaOptions", "spark.jars", "spark.sql.extensions",
+})
+
+
 def local_session(
     app_name: str = "hive-join-opts",
     master: str = "local[2]",
     fixed_heap: bool = False,
     bench: bool = False,
+    spark_conf: dict[str, str] | None = None,
     **flags: Any,
 ):
     """A local session with the extension loaded, bound to loopback and quiet: what the demo,
     the benchmark and `explain` on the command line use. With `fixed_heap` the JVM's heap starts
     at its maximum size and keeps it, so that timed runs do not pay for growing it again after
-    a garbage collection shrank it. With `bench` the driver also gets the benchmark's JAR."""
+    a garbage collection shrank it. With `bench` the driver also gets the benchmark's JAR.
+    `spark_conf`: further Spark settings for the session's start (none of SESSION_KEYS)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -256,6 +265,10 @@ def local_session(
         from ._jar import bench_jar_path
 
         builder = builder.config("spark.jars", bench_jar_path())
+    for key, value in (spark_conf or {}).items():
+        if key in SESSION_KEYS:
+            raise ValueError(f"{key} is set by the local session itself; leave it out")
+        builder = builder.config(key, value)
     spark = configure(builder, **flags).getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("HIVE_JOIN_OPTS_LOG_LEVEL", "WARN"))
     return spark

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import _progress as progress
 from . import report, suite, suite_report, tpch_skew
-from .model import SHUFFLE_PARTITIONS, TENTH, planned_for
+from .model import SHUFFLE_PARTITIONS, TENTH, planned_for, spark_conf_args
 from .scenarios import select
 
 
@@ -40,13 +40,44 @@ def add_arguments(parser) -> None:
                         "shuffles coalesced for N (spark.sql.leafNodeDefaultParallelism, "
                         "spark.sql.adaptive.coalescePartitions.minPartitionNum), as the skew "
                         "scenarios plan for 64; by default the local session's cores")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting the session starts with, for every configuration "
+                        "(repeatable), such as spark.shuffle.sort.bypassMergeThreshold=0; not a "
+                        "spark.sql. setting: the bench sets those per configuration")
     parser.add_argument("--skew-preset", choices=tpch_skew.PRESETS,
                         default=tpch_skew.DEFAULT_PRESET,
                         help="with --suite tpch-skew: how skewed the data is (default "
                         f"{tpch_skew.DEFAULT_PRESET})")
 
 
+def spark_conf_of(settings: list[str]) -> dict[str, str]:
+    """The --spark-conf settings as a dict; a clear error for one the bench cannot honour."""
+    from .._session import SESSION_KEYS
+
+    conf: dict[str, str] = {}
+    for setting in settings:
+        key, sep, value = setting.partition("=")
+        key = key.strip()
+        if not sep or not key.startswith("spark."):
+            raise SystemExit(f"--spark-conf takes KEY=VALUE with a Spark key, such as "
+                             f"spark.shuffle.sort.bypassMergeThreshold=0, not {setting!r}")
+        if key.startswith("spark.sql."):
+            raise SystemExit(f"--spark-conf {key}: the bench sets SQL settings per configuration "
+                             "(Spark's defaults, AQE tuned, the extension); --spark-conf is for "
+                             "settings Spark reads at start, such as spark.shuffle.*")
+        if key in SESSION_KEYS:
+            raise SystemExit(f"--spark-conf {key}: the bench's local session sets it itself")
+        conf[key] = value.strip()
+    return conf
+
+
+def started_with(spark, conf: dict[str, str]) -> dict[str, str]:
+    """The session's own values of the --spark-conf keys: what a report says it ran with."""
+    return {key: spark.sparkContext.getConf().get(key) for key in conf}
+
+
 def main(args) -> int:
+    args.spark_conf = spark_conf_of(args.spark_conf)
     if args.suite:
         if args.scenario:
             raise SystemExit("--scenario picks scenarios; with --suite, pick queries with --query")
@@ -73,7 +104,8 @@ def run_scenarios(args) -> int:
     from .._session import local_session
     from .runner import Bench, prepare
 
-    spark = local_session("hive-join-opts bench", fixed_heap=True, bench=True)
+    spark = local_session("hive-join-opts bench", fixed_heap=True, bench=True,
+                          spark_conf=args.spark_conf)
     bench = Bench(spark, args.scale)
     results = []
     # Each scenario: the row comparison, then its warm-up and timed rounds.
@@ -98,7 +130,7 @@ def run_scenarios(args) -> int:
     warmup = f" --warmup {args.warmup}" if args.warmup != 1 else ""
     command = f"hive-join-opts bench --scale {args.scale:g} --runs {args.runs}{warmup}" + "".join(
         f" --scenario {n}" for n in args.scenario
-    )
+    ) + spark_conf_args(started_with(spark, args.spark_conf))
     header = (
         f"Measured with `{command}` on Spark {spark.version}, "
         f"{spark.sparkContext.master}, {os.cpu_count()} cores; {args.warmup} warm-up "
@@ -128,7 +160,8 @@ def run_suite(args) -> int:
     folder = suite.data_folder(name, args.scale, preset)
     from .._session import local_session
 
-    spark = local_session(f"hive-join-opts bench --suite {name}", fixed_heap=True, bench=True)
+    spark = local_session(f"hive-join-opts bench --suite {name}", fixed_heap=True, bench=True,
+                          spark_conf=args.spark_conf)
     spark.conf.set("spark.sql.shuffle.partitions", SHUFFLE_PARTITIONS)
     if args.task_slots:
         for key, value in planned_for(args.task_slots).items():
@@ -147,6 +180,7 @@ def run_suite(args) -> int:
         suite=name, scale=args.scale, preset=preset, runs=args.runs, warmup=args.warmup,
         queries=list(args.query), task_slots=args.task_slots, tuned_conf=tuned or {},
         tuned_tenth_conf=tuned_tenth or {},
+        spark_conf=started_with(spark, args.spark_conf),
         spark_version=spark.version,
         master=spark.sparkContext.master, shuffle_partitions=SHUFFLE_PARTITIONS,
         work_source=suite_run.work.source)

@@ -59,6 +59,12 @@ def planned_for(slots: int) -> dict[str, str]:
             "spark.sql.adaptive.coalescePartitions.minPartitionNum": str(slots)}
 
 
+def spark_conf_args(conf: dict[str, str]) -> str:
+    """The --spark-conf options of a run that started its session with `conf`: what the
+    command a report shows adds."""
+    return "".join(f" --spark-conf {key}={value}" for key, value in conf.items())
+
+
 @dataclass(frozen=True)
 class Dataset:
     """Generated data a scenario reads; written once per scale and cached on disk."""

@@ -7,7 +7,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .model import EXTENSION, SPARK, TUNED, TUNED_TENTH
+from .model import EXTENSION, SPARK, TUNED, TUNED_TENTH, spark_conf_args
 from .stages import REPLAY_SLOTS
 from .suite import FAILED, FAILS_IN_BOTH, TITLES, QueryResult
 
@@ -33,6 +33,8 @@ class Context:
     # to a tenth of those sizes; empty without them.
     tuned_conf: dict = field(default_factory=dict)
     tuned_tenth_conf: dict = field(default_factory=dict)
+    # Settings the session started with (--spark-conf), for every configuration.
+    spark_conf: dict = field(default_factory=dict)
     spark_version: str = ""
     master: str = ""
     shuffle_partitions: str = ""
@@ -51,7 +53,7 @@ class Context:
         if self.warmup != 1:
             parts.append(f"--warmup {self.warmup}")
         parts.extend(f"--query {q}" for q in self.queries)
-        return " ".join(parts)
+        return " ".join(parts) + spark_conf_args(self.spark_conf)
 
     @property
     def title(self) -> str:
