@@ -73,7 +73,8 @@ def spark_conf_of(settings: list[str]) -> dict[str, str]:
 
 def started_with(spark, conf: dict[str, str]) -> dict[str, str]:
     """The session's own values of the --spark-conf keys: what a report says it ran with."""
-    return {key: spark.sparkContext.getConf().get(key) for key in conf}
+    held = spark.sparkContext.getConf()  # a copy of the whole conf: taken once
+    return {key: held.get(key) for key in conf}
 
 
 def main(args) -> int:
