@@ -127,7 +127,7 @@ def test_bench_writes_table_chart_and_json(tmp_path):
     assert (out / "bench.png").stat().st_size > 1000
     raw = json.loads((out / "bench.json").read_text())
     assert raw[0]["same_answer"] is True
-    assert raw[0]["spark"]["rows"] == raw[0]["extension"]["rows"] == 10
+    assert raw[0]["spark"]["rows"] == raw[0]["extension"]["rows"] == 1
     unknown = run_cli("bench", "--scenario", "no_such_scenario", "--list")
     assert unknown.returncode != 0 and "no scenario matches" in unknown.stderr
 

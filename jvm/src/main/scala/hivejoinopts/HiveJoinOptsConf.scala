@@ -267,6 +267,16 @@ object HiveJoinOptsConf {
       "map task writes every partition, however few rows it holds. Needs adaptive execution.",
     V020, default = true))
 
+  val SKEW_JOIN_RUNTIME_SIZE_SCAN_SHUFFLE_ENABLED: Flag[Boolean] = flag(Flag.boolean(
+    PREFIX + "skewJoin.runtime.sizeScanShuffle.enabled",
+    "Write the shuffles of table scans into the partitions the slots use (rule " +
+      "SizeScanShuffleToSlots), where they are fewer than spark.sql.shuffle.partitions: 4 for " +
+      "each task of skewJoin.taskSlots x skewJoin.runtime.tasksPerSlot, and 4 for each " +
+      "spark.sql.adaptive.advisoryPartitionSizeInBytes of the files the scans read; a join's " +
+      "inputs alike. A map task writes every partition, however few rows it holds: on a few " +
+      "slots most of them are coalesced again. Needs adaptive execution.",
+    V020, default = true))
+
   // ---- map-join pruning ----
 
   val MAP_JOIN_PRUNING_ENABLED: Flag[Boolean] = flag(Flag.boolean(

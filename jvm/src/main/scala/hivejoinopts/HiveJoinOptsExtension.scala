@@ -12,7 +12,7 @@ import hivejoinopts.log.{DecisionsTable, ResolveDecisionsTable}
 import hivejoinopts.plan.MarkTaskDependentShuffles
 import hivejoinopts.mapjoinpruning.{JoinKeyValuePushdown, RuntimeValueSetFromBroadcast, RuntimeValueSetFromShuffle, RuntimeValueSetPushdown, RuntimeValueSetWait, RuntimeValueSetWaitColumnar}
 import hivejoinopts.skew.{ResolveSkewHint, SkewHintNames, SkewJoinSplit}
-import hivejoinopts.skew.runtime.{CountShuffledJoinKeys, SizeShuffleToRows, SkewJoinRuntimeSplit, SpreadStageOverSlots}
+import hivejoinopts.skew.runtime.{CountShuffledJoinKeys, SizeScanShuffleToSlots, SizeShuffleToRows, SkewJoinRuntimeSplit, SpreadStageOverSlots}
 
 /**
  * The value of `spark.sql.extensions`: `hivejoinopts.HiveJoinOptsExtension`. It injects the
@@ -112,6 +112,10 @@ object HiveJoinOptsExtension {
     // Pre-CBO rules: it copies join inputs, so the rules above see each read once, and it
     // samples inputs that already carry the pushed join-key values.
     ExtensionRule.preCBO("SkewJoinSplit", SkewJoinSplit(_)),
+    // Adaptive execution: on a few slots, the shuffles of table scans are written into the
+    // partitions the slots use, so that the rules below plan the shuffles as they will run.
+    ExtensionRule.atStart("SizeScanShuffleToSlots", "adaptive execution's rules")(
+      _.injectQueryStagePrepRule(SizeScanShuffleToSlots(_))),
     // Adaptive execution. After EnsureRequirements has placed a join's shuffles, and before
     // their stages are made, the join's keys are counted below them, while their map tasks
     // write. Once both stages have completed, the stage that reads them is split by key, as its

@@ -92,11 +92,7 @@ case class SizeShuffleToRows(session: SparkSession) extends HiveJoinOptsPhysical
     }
 
   private def describe(e: ShuffleExchangeExec): String = {
-    val kind = e.outputPartitioning match {
-      case h: HashPartitioning => s"hash shuffle on (${h.expressions.map(_.sql).mkString(", ")})"
-      case r: RangePartitioning => s"range shuffle on (${r.ordering.map(_.sql).mkString(", ")})"
-      case other => other.getClass.getSimpleName
-    }
+    val kind = SizedShuffle.describe(e.outputPartitioning)
     val inputs = e.collect { case s: ShuffleQueryStageExec => s.id }.distinct
     s"$kind of stages ${inputs.mkString(" + ")}"
   }
@@ -151,7 +147,7 @@ private[runtime] object KnownOutput {
     case _ => None
   }
 
-  private def keepsOrDropsRows(p: SparkPlan): Boolean = p match {
+  private[runtime] def keepsOrDropsRows(p: SparkPlan): Boolean = p match {
     case _: ProjectExec | _: FilterExec | _: SortExec | _: BaseAggregateExec | _: WindowExecBase |
          _: LocalLimitExec | _: GlobalLimitExec | _: WholeStageCodegenExec | _: InputAdapter |
          _: ColumnarToRowTransition | _: KeyCountExec => true
@@ -165,15 +161,15 @@ private[runtime] object KnownOutput {
  */
 private[runtime] object SoleReads {
 
-  def of(plan: SparkPlan): Set[SparkPlan] = {
-    val stageRoots = plan +: plan.collect { case e: Exchange => e.child }
-    stageRoots.flatMap { root =>
-      reads(root) match {
-        case Seq(e: ShuffleExchangeExec) => Some(e)
-        case _ => None
-      }
+  def of(plan: SparkPlan): Set[SparkPlan] =
+    byStage(plan).flatMap {
+      case Seq(e: ShuffleExchangeExec) => Some(e)
+      case _ => None
     }.toSet
-  }
+
+  /** What each stage of `plan` reads, the stage that returns the result first. */
+  private[runtime] def byStage(plan: SparkPlan): Seq[Seq[SparkPlan]] =
+    (plan +: plan.collect { case e: Exchange => e.child }).map(reads)
 
   /** What the stage planned as `p` reads: shuffles, stages and leaves, broadcasts aside. */
   private def reads(p: SparkPlan): Seq[SparkPlan] = p match {
@@ -220,6 +216,13 @@ private[runtime] object SizedShuffle {
    * balance tasks as with Spark's partitions, however unevenly the keys hash.
    */
   val PartitionsPerTask = 4
+
+  /** A shuffle's partitioning as the decision log names it. */
+  def describe(p: Partitioning): String = p match {
+    case h: HashPartitioning => s"hash shuffle on (${h.expressions.map(_.sql).mkString(", ")})"
+    case r: RangePartitioning => s"range shuffle on (${r.ordering.map(_.sql).mkString(", ")})"
+    case other => other.getClass.getSimpleName
+  }
 
   def withPartitions(p: Partitioning, n: Int): Option[Partitioning] = p match {
     case h: HashPartitioning => Some(h.copy(numPartitions = n))

@@ -304,9 +304,13 @@ class SkewJoinRuntimeSplitSuite extends SkewJoinTestBase {
   }
 
   test("over 2,000 shuffle partitions, where map statuses hide the heavy partition") {
-    withRuntimeConf(SQLConf.SHUFFLE_PARTITIONS.key -> "2100") {
+    // The scans' shuffles as set: on 64 slots SizeScanShuffleToSlots would write 512.
+    withRuntimeConf(SQLConf.SHUFFLE_PARTITIONS.key -> "2100",
+        HiveJoinOptsConf.SKEW_JOIN_RUNTIME_SIZE_SCAN_SHUFFLE_ENABLED.key -> "false") {
       val q = "SELECT big.k, big.v, small.w FROM big FULL OUTER JOIN small ON big.k = small.k"
-      checkSameAnswer(sql(q))
+      val (_, _, on) = sameAnswerOffAndOn(sql(q))
+      assert(collect(planThatRan(on)) { case s: ShuffleQueryStageExec => s.shuffle.numPartitions }
+        .contains(2100), planThatRan(on).treeString)
       assert(splitFired(sql(q)).size == 1, runtimeDecisions(sql(q)).mkString("\n"))
     }
   }
