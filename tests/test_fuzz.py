@@ -60,6 +60,8 @@ def test_fuzzed_queries_with_every_rule_crossed(spark, tmp_path, request):
     assert report.fired["SpreadStageOverSlots"] >= queries // 10, report.summary()
     assert report.fired["SizeShuffleToRows"] >= 1, report.summary()
     assert report.together[("SizeShuffleToRows", "SkewJoinRuntimeSplit")] >= 1, report.summary()
+    # A quarter of the queries on 4 slots: the scans' shuffles written into fewer partitions.
+    assert report.together[("SizeScanShuffleToSlots", "SkewJoinRuntimeSplit")] >= 1, report.summary()
     assert report.statuses["too_big"] <= queries // 10, report.summary()
 
 
@@ -328,8 +330,8 @@ def test_a_run_ends_at_the_query_that_ended_the_jvm_and_says_where_to_resume(
         return real(session, case)
 
     monkeypatch.setattr(runner, "run_case", ends_at_query_3)
-    slots = runner.PREFIX + "skewJoin.taskSlots"  # one of the settings a run forces
-    before = spark.conf.get(slots, None)
+    forced = runner.PREFIX + "skewJoin.detection.minKeyFraction"  # one a run forces
+    before = spark.conf.get(forced, None)
     checkpoints = []
     report = runner.fuzz(spark, 6, 5, tmp_path, start=1, checkpoint=checkpoints.append)
     assert ran == [1, 2, 3]
@@ -340,7 +342,7 @@ def test_a_run_ends_at_the_query_that_ended_the_jvm_and_says_where_to_resume(
         in report.summary()
     assert '"lost": {' in report.to_json()
     # The session still answers here, so its settings were put back.
-    assert spark.conf.get(slots, None) == before != runner.FIXED_SETTINGS[slots]
+    assert spark.conf.get(forced, None) == before != runner.FIXED_SETTINGS[forced]
     with pytest.raises(ValueError,
                        match=r"--from 6\) is not one of the run's 6 queries: give 0 to 5"):
         runner.fuzz(spark, 6, 5, tmp_path, start=6)

@@ -36,7 +36,6 @@ FIXED_SETTINGS = {
     PREFIX + "skewJoin.detection.enabled": "true",
     PREFIX + "skewJoin.detection.minInputBytes": "0",
     PREFIX + "skewJoin.detection.minKeyRows": "5",
-    PREFIX + "skewJoin.taskSlots": "64",
     PREFIX + "skewJoin.detection.minKeyFraction": "0.1",
     PREFIX + "mapJoinPruning.bigSide.minBytes": "0",
 }
@@ -44,7 +43,7 @@ FIXED_SETTINGS = {
 
 def draw_settings(rnd: random.Random) -> dict[str, str]:
     """The per-query settings: how Spark plans joins, and the rules' choices."""
-    return {
+    drawn = {
         "spark.sql.autoBroadcastJoinThreshold": rnd.choice(["-1", "-1", "10485760"]),
         "spark.sql.adaptive.enabled": rnd.choice(["true", "true", "true", "false"]),
         "spark.sql.shuffle.partitions": rnd.choice(["3", "4", "7"]),
@@ -72,6 +71,14 @@ def draw_settings(rnd: random.Random) -> dict[str, str]:
         # tasks than its partitions is spread over the 64 slots, a partition a task.
         PREFIX + "skewJoin.runtime.spreadStage.minTaskRows": rnd.choice(["1", "100000"]),
     }
+    # Drawn after the others: in a quarter of the queries the stages run on 4 slots, and the
+    # scans' shuffles of Spark's 48 partitions are written into the 32 the slots use
+    # (SizeScanShuffleToSlots: 4 slots x 2 tasks x 4); elsewhere on 64 slots.
+    few_slots = rnd.random() < 1 / 4
+    drawn[PREFIX + "skewJoin.taskSlots"] = "4" if few_slots else "64"
+    if few_slots:
+        drawn["spark.sql.shuffle.partitions"] = "48"
+    return drawn
 
 
 # The map-join pruning settings a query draws: the run-time path, or the flags' defaults.
