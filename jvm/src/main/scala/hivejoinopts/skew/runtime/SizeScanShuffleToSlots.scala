@@ -112,9 +112,7 @@ case class SizeScanShuffleToSlots(session: SparkSession) extends HiveJoinOptsPhy
       conf.getConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES))
     val numbers = size.numbers
     for {
-      _ <- declineIf(!conf.coalesceShufflePartitionsEnabled)("Spark's coalescing is off " +
-        s"(${SQLConf.COALESCE_PARTITIONS_ENABLED.key}): the shuffle keeps the partitions as set",
-        numbers: _*)
+      _ <- SizedShuffle.declineWithoutCoalescing(conf, numbers)
       _ <- declineIf(shuffles.size < group.size)("a stage reads it with " +
         s"${group.filterNot(shuffles.contains).map(other).distinct.mkString(", ")}, whose " +
         "partitions it must match", numbers: _*)

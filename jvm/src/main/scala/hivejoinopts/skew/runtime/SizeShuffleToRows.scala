@@ -106,9 +106,7 @@ case class SizeShuffleToRows(session: SparkSession) extends HiveJoinOptsPhysical
       conf.getConf(SQLConf.COALESCE_PARTITIONS_MIN_PARTITION_SIZE))
     val numbers = size.numbers
     for {
-      _ <- declineIf(!conf.coalesceShufflePartitionsEnabled)("Spark's coalescing is off " +
-        s"(${SQLConf.COALESCE_PARTITIONS_ENABLED.key}): the shuffle keeps the partitions as set",
-        numbers: _*)
+      _ <- SizedShuffle.declineWithoutCoalescing(conf, numbers)
       _ <- declineIf(!readAlone)("the stage that reads it also reads another shuffle or a " +
         "table's scan, whose partitions it must match", numbers: _*)
       _ <- declineIf(size.partitions >= size.sparkPartitions)(s"its rows and bytes fill " +
@@ -216,6 +214,12 @@ private[runtime] object SizedShuffle {
    * balance tasks as with Spark's partitions, however unevenly the keys hash.
    */
   val PartitionsPerTask = 4
+
+  /** Declines where Spark's coalescing is off: the user asked for the partitions as set. */
+  def declineWithoutCoalescing(conf: SQLConf, numbers: Seq[(String, Any)]): Either[Declined, Unit] =
+    declineIf(!conf.coalesceShufflePartitionsEnabled)("Spark's coalescing is off " +
+      s"(${SQLConf.COALESCE_PARTITIONS_ENABLED.key}): the shuffle keeps the partitions as set",
+      numbers: _*)
 
   /** A shuffle's partitioning as the decision log names it. */
   def describe(p: Partitioning): String = p match {
