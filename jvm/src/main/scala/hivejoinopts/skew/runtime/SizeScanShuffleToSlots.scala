@@ -20,7 +20,7 @@ import hivejoinopts.rules.Attempt.declineIf
  * every partition, as a file of its own up to 200: on 2 slots a scan of TPC-H's line items
  * spends a fifth of its time on partitions that the stage reading them coalesces again
  * (`local[2]`, 200 against 16 partitions: the query 10% to 18% faster). The stage gets
- * [[SizedShuffle.PartitionsPerTask]] partitions for each task that Spark's coalescing or
+ * [[ShuffleSizing.PartitionsPerTask]] partitions for each task that Spark's coalescing or
  * [[SpreadStageOverSlots]] plans on the slots (`skewJoin.taskSlots` x
  * `skewJoin.runtime.tasksPerSlot`), and as many for each of Spark's advisory partition sizes
  * (`spark.sql.adaptive.advisoryPartitionSizeInBytes`) of the files the scans read:
@@ -58,10 +58,13 @@ case class SizeScanShuffleToSlots(session: SparkSession) extends HiveJoinOptsPhy
   override protected def rewrite(plan: SparkPlan): SparkPlan = {
     val sparkPartitions = conf.numShufflePartitions
     val sized: Map[SparkPlan, (String, Rewrite[Int])] = CoReadGroups.of(plan).flatMap { group =>
-      val shuffles = group.collect { case e: ShuffleExchangeExec if ofScans(e, sparkPartitions) => e }
+      val shuffles = group.flatMap {
+        case e: ShuffleExchangeExec => scanBytes(e, sparkPartitions).map(e -> _)
+        case _ => None
+      }
       if (shuffles.isEmpty) None
       else {
-        val candidate = shuffles.map(describe).mkString(" x ")
+        val candidate = shuffles.map { case (e, _) => describe(e) }.mkString(" x ")
         attempt(group, shuffles, sparkPartitions) match {
           case Right(r) => Some(group.map(_.canonicalized -> (candidate -> r)))
           case Left(d) =>
@@ -75,7 +78,7 @@ case class SizeScanShuffleToSlots(session: SparkSession) extends HiveJoinOptsPhy
     // broadcast below it is sized.
     val out = plan.transformDown {
       case e: ShuffleExchangeExec if sized.contains(e.canonicalized) =>
-        SparkShims.exchangeWith(e, SizedShuffle.withPartitions(e.outputPartitioning,
+        SparkShims.exchangeWith(e, ShuffleSizing.withPartitions(e.outputPartitioning,
           sized(e.canonicalized)._2.result).get, e.child)
     }
     val valid = ValidateRequirements.validate(out)
@@ -87,13 +90,17 @@ case class SizeScanShuffleToSlots(session: SparkSession) extends HiveJoinOptsPhy
     if (valid) out else plan
   }
 
-  /** A shuffle Spark placed for an operator, of Spark's partitions, over table scans. */
-  private def ofScans(e: ShuffleExchangeExec, sparkPartitions: Int): Boolean =
-    e.shuffleOrigin == ENSURE_REQUIREMENTS && e.outputPartitioning.numPartitions == sparkPartitions &&
-      SizedShuffle.withPartitions(e.outputPartitioning, 1).isDefined && ScanBytes.of(e.child).isDefined
+  /**
+   * The bytes of the files a shuffle reads, if Spark placed it for an operator, with Spark's
+   * partitions, over table scans.
+   */
+  private def scanBytes(e: ShuffleExchangeExec, sparkPartitions: Int): Option[Long] =
+    if (e.shuffleOrigin == ENSURE_REQUIREMENTS && e.outputPartitioning.numPartitions == sparkPartitions &&
+        ShuffleSizing.withPartitions(e.outputPartitioning, 1).isDefined) ScanBytes.of(e.child)
+    else None
 
   private def describe(e: ShuffleExchangeExec): String =
-    s"${SizedShuffle.describe(e.outputPartitioning)} of ${ScanBytes.tables(e.child).mkString(" + ")}"
+    s"${ShuffleSizing.describe(e.outputPartitioning)} of ${ScanBytes.tables(e.child).mkString(" + ")}"
 
   /** What else than a shuffle of scans a stage reads with one. */
   private def other(p: SparkPlan): String = p match {
@@ -105,16 +112,16 @@ case class SizeScanShuffleToSlots(session: SparkSession) extends HiveJoinOptsPhy
 
   private def attempt(
       group: Seq[SparkPlan],
-      shuffles: Seq[ShuffleExchangeExec],
+      shuffles: Seq[(ShuffleExchangeExec, Long)],
       sparkPartitions: Int): Either[Declined, Rewrite[Int]] = {
-    val size = SizedScanShuffle(shuffles.flatMap(e => ScanBytes.of(e.child)).sum, sparkPartitions,
+    val size = SizedScanShuffle(shuffles.map(_._2).sum, sparkPartitions,
       HiveJoinOptsConf.taskSlots(conf, session), SKEW_JOIN_RUNTIME_TASKS_PER_SLOT(conf),
       conf.getConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES))
     val numbers = size.numbers
     for {
-      _ <- SizedShuffle.declineWithoutCoalescing(conf, numbers)
+      _ <- ShuffleSizing.declineWithoutCoalescing(conf, numbers)
       _ <- declineIf(shuffles.size < group.size)("a stage reads it with " +
-        s"${group.filterNot(shuffles.contains).map(other).distinct.mkString(", ")}, whose " +
+        s"${group.filterNot(shuffles.map(_._1).contains).map(other).distinct.mkString(", ")}, whose " +
         "partitions it must match", numbers: _*)
       _ <- declineIf(size.partitions >= sparkPartitions)(s"${size.slots} slots and the scans' " +
         s"${size.scanBytes} bytes fill Spark's $sparkPartitions partitions", numbers: _*)
@@ -153,7 +160,7 @@ private[runtime] object ScanBytes {
     case _: BroadcastExchangeLike | _: BroadcastQueryStageExec => Some(0L)
     case r: ReusedExchangeExec if r.child.isInstanceOf[BroadcastExchangeLike] => Some(0L)
     case j: BroadcastHashJoinExec => sum(j.children)
-    case p if KnownOutput.keepsOrDropsRows(p) => sum(p.children)
+    case p if ShuffleSizing.keepsOrDropsRows(p) => sum(p.children)
     case _ => None
   }
 
@@ -171,7 +178,7 @@ private[runtime] object ScanBytes {
 
 /**
  * How many partitions the shuffles of `scanBytes` of files are written into:
- * [[SizedShuffle.PartitionsPerTask]] for each task the stage plans on `slots` x `tasksPerSlot`,
+ * [[ShuffleSizing.PartitionsPerTask]] for each task the stage plans on `slots` x `tasksPerSlot`,
  * and as many for each `advisoryBytes` of the files, no more than Spark's.
  */
 private[runtime] final case class SizedScanShuffle(
@@ -181,7 +188,7 @@ private[runtime] final case class SizedScanShuffle(
     tasksPerSlot: Int,
     advisoryBytes: Long) {
 
-  import SizedShuffle.PartitionsPerTask
+  import ShuffleSizing.PartitionsPerTask
 
   private val forSlots: Long = slots.toLong * tasksPerSlot * PartitionsPerTask
 

@@ -2,13 +2,10 @@ package hivejoinopts.skew.runtime
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.{ExistenceJoin, LeftAnti, LeftSemi}
-import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, Partitioning, RangePartitioning}
-import org.apache.spark.sql.execution.{ColumnarToRowTransition, FilterExec, GlobalLimitExec, InputAdapter, LocalLimitExec, ProjectExec, SortExec, SparkPlan, UnionExec, WholeStageCodegenExec}
-import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, BroadcastQueryStageExec, QueryStageExec, ShuffleQueryStageExec}
-import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.execution.exchange.{BroadcastExchangeLike, ENSURE_REQUIREMENTS, Exchange, ShuffleExchangeExec, ValidateRequirements}
+import org.apache.spark.sql.execution.{SparkPlan, UnionExec}
+import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
+import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExchangeExec, ValidateRequirements}
 import org.apache.spark.sql.execution.joins.BaseJoinExec
-import org.apache.spark.sql.execution.window.WindowExecBase
 import org.apache.spark.sql.hivejoinopts.Flag
 import org.apache.spark.sql.internal.SQLConf
 
@@ -25,7 +22,7 @@ import hivejoinopts.rules.Attempt.declineIf
  * (its aggregate, the `ORDER BY` after it) spend most of their time writing empty partitions:
  * 60 to 150 ms a task for a few thousand rows. Where the stage that writes the shuffle reads only
  * completed shuffle stages, through operators that keep or drop rows, their rows and bytes bound
- * what it writes, and the shuffle gets [[SizedShuffle.PartitionsPerTask]] partitions for each
+ * what it writes, and the shuffle gets [[ShuffleSizing.PartitionsPerTask]] partitions for each
  * task that adaptive execution or [[SpreadStageOverSlots]] could cut that many rows and bytes
  * into (`skewJoin.runtime.spreadStage.minTaskRows` rows, Spark's smallest coalesced partition):
  * {{{
@@ -61,7 +58,7 @@ case class SizeShuffleToRows(session: SparkSession) extends HiveJoinOptsPhysical
     val sized: Map[SparkPlan, (String, Rewrite[SparkPlan])] = plan.collect {
       case e: ShuffleExchangeExec if e.shuffleOrigin == ENSURE_REQUIREMENTS &&
           e.outputPartitioning.numPartitions > 1 &&
-          SizedShuffle.withPartitions(e.outputPartitioning, 1).isDefined =>
+          ShuffleSizing.withPartitions(e.outputPartitioning, 1).isDefined =>
         KnownOutput.of(e.child).flatMap { known =>
           val candidate = describe(e)
           decideLater(candidate, attempt(e, known, soleReads.contains(e))).map(r => e -> (candidate -> r))
@@ -92,7 +89,7 @@ case class SizeShuffleToRows(session: SparkSession) extends HiveJoinOptsPhysical
     }
 
   private def describe(e: ShuffleExchangeExec): String = {
-    val kind = SizedShuffle.describe(e.outputPartitioning)
+    val kind = ShuffleSizing.describe(e.outputPartitioning)
     val inputs = e.collect { case s: ShuffleQueryStageExec => s.id }.distinct
     s"$kind of stages ${inputs.mkString(" + ")}"
   }
@@ -106,13 +103,13 @@ case class SizeShuffleToRows(session: SparkSession) extends HiveJoinOptsPhysical
       conf.getConf(SQLConf.COALESCE_PARTITIONS_MIN_PARTITION_SIZE))
     val numbers = size.numbers
     for {
-      _ <- SizedShuffle.declineWithoutCoalescing(conf, numbers)
+      _ <- ShuffleSizing.declineWithoutCoalescing(conf, numbers)
       _ <- declineIf(!readAlone)("the stage that reads it also reads another shuffle or a " +
         "table's scan, whose partitions it must match", numbers: _*)
       _ <- declineIf(size.partitions >= size.sparkPartitions)(s"its rows and bytes fill " +
         s"Spark's ${size.sparkPartitions} partitions", numbers: _*)
     } yield Rewrite(SparkShims.exchangeWith(e,
-      SizedShuffle.withPartitions(e.outputPartitioning, size.partitions).get, e.child), s"written into " +
+      ShuffleSizing.withPartitions(e.outputPartitioning, size.partitions).get, e.child), s"written into " +
       s"${size.partitions} partitions instead of Spark's ${size.sparkPartitions}: at most " +
       s"${known.rows} rows and ${known.bytes} bytes", numbers)
   }
@@ -141,40 +138,8 @@ private[runtime] object KnownOutput {
       val parts = u.children.map(of)
       if (parts.exists(_.isEmpty)) None
       else Some(KnownOutput(parts.flatten.map(_.rows).sum, parts.flatten.map(_.bytes).sum))
-    case p if keepsOrDropsRows(p) => of(p.children.head)
+    case p if ShuffleSizing.keepsOrDropsRows(p) => of(p.children.head)
     case _ => None
-  }
-
-  private[runtime] def keepsOrDropsRows(p: SparkPlan): Boolean = p match {
-    case _: ProjectExec | _: FilterExec | _: SortExec | _: BaseAggregateExec | _: WindowExecBase |
-         _: LocalLimitExec | _: GlobalLimitExec | _: WholeStageCodegenExec | _: InputAdapter |
-         _: ColumnarToRowTransition | _: KeyCountExec => true
-    case _ => false
-  }
-}
-
-/**
- * The exchanges that are the only input of the stage that reads them, broadcasts aside: each
- * can be written into fewer partitions without another input having to match them.
- */
-private[runtime] object SoleReads {
-
-  def of(plan: SparkPlan): Set[SparkPlan] =
-    byStage(plan).flatMap {
-      case Seq(e: ShuffleExchangeExec) => Some(e)
-      case _ => None
-    }.toSet
-
-  /** What each stage of `plan` reads, the stage that returns the result first. */
-  private[runtime] def byStage(plan: SparkPlan): Seq[Seq[SparkPlan]] =
-    (plan +: plan.collect { case e: Exchange => e.child }).map(reads)
-
-  /** What the stage planned as `p` reads: shuffles, stages and leaves, broadcasts aside. */
-  private def reads(p: SparkPlan): Seq[SparkPlan] = p match {
-    case _: BroadcastExchangeLike | _: BroadcastQueryStageExec => Nil
-    case _: Exchange | _: QueryStageExec => Seq(p)
-    case leaf if leaf.children.isEmpty => Seq(leaf)
-    case other => other.children.flatMap(reads)
   }
 }
 
@@ -189,7 +154,7 @@ private[runtime] final case class SizedShuffle(
     minTaskRows: Long,
     minPartitionBytes: Long) {
 
-  import SizedShuffle.PartitionsPerTask
+  import ShuffleSizing.PartitionsPerTask
 
   private def per(total: Long, unit: Long): Long =
     if (unit <= 0) Long.MaxValue else (BigInt(total) * PartitionsPerTask / unit + 1).min(Long.MaxValue).toLong
@@ -205,32 +170,4 @@ private[runtime] final case class SizedShuffle(
     "partitions" -> partitions,
     "minTaskRows" -> minTaskRows,
     "minPartitionBytes" -> minPartitionBytes)
-}
-
-private[runtime] object SizedShuffle {
-
-  /**
-   * Partitions per smallest task: enough for Spark's coalescing and [[SpreadStageOverSlots]] to
-   * balance tasks as with Spark's partitions, however unevenly the keys hash.
-   */
-  val PartitionsPerTask = 4
-
-  /** Declines where Spark's coalescing is off: the user asked for the partitions as set. */
-  def declineWithoutCoalescing(conf: SQLConf, numbers: Seq[(String, Any)]): Either[Declined, Unit] =
-    declineIf(!conf.coalesceShufflePartitionsEnabled)("Spark's coalescing is off " +
-      s"(${SQLConf.COALESCE_PARTITIONS_ENABLED.key}): the shuffle keeps the partitions as set",
-      numbers: _*)
-
-  /** A shuffle's partitioning as the decision log names it. */
-  def describe(p: Partitioning): String = p match {
-    case h: HashPartitioning => s"hash shuffle on (${h.expressions.map(_.sql).mkString(", ")})"
-    case r: RangePartitioning => s"range shuffle on (${r.ordering.map(_.sql).mkString(", ")})"
-    case other => other.getClass.getSimpleName
-  }
-
-  def withPartitions(p: Partitioning, n: Int): Option[Partitioning] = p match {
-    case h: HashPartitioning => Some(h.copy(numPartitions = n))
-    case r: RangePartitioning => Some(r.copy(numPartitions = n))
-    case _ => None
-  }
 }

@@ -77,7 +77,7 @@ class SizeScanShuffleToSlotsSuite extends HiveJoinOptsQueryTest {
     // An advisory size of a tenth of the files: 41 partitions.
     withScanConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES.key -> (scanBytes / 10).toString) {
       val (_, _, on) = sameAnswerOffAndOn(sql(q))
-      val n = (BigInt(scanBytes) * SizedShuffle.PartitionsPerTask / (scanBytes / 10) + 1).toInt
+      val n = (BigInt(scanBytes) * ShuffleSizing.PartitionsPerTask / (scanBytes / 10) + 1).toInt
       assert(n >= 40 && n <= 45, n)
       assert(joinInputs(planThatRan(on)) == Seq(Seq(n, n)), planThatRan(on).treeString)
     }

@@ -83,7 +83,7 @@ class SizeShuffleToRowsSuite extends HiveJoinOptsQueryTest {
       // partitions for each task of 1,000 rows: more than their bytes need.
       val rows = d("rowsAtMost").toLong
       assert(rows >= 2000 && rows <= 20000, d)
-      assert(d("partitions").toLong == math.min(64L, rows * SizedShuffle.PartitionsPerTask / 1000 + 1), d)
+      assert(d("partitions").toLong == math.min(64L, rows * ShuffleSizing.PartitionsPerTask / 1000 + 1), d)
     }
   }
 
