@@ -131,6 +131,18 @@ def test_configure_appends_jar_and_extension_without_overwriting():
     assert again._options["spark.jars"].count(hive_join_opts.jar_path()) == 1
 
 
+def test_local_session_refuses_a_spark_conf_of_its_own_settings_before_spark_starts():
+    from hive_join_opts._session import SESSION_KEYS, local_session
+
+    # Its own settings and the two configure() appends to, not the ones a caller may change.
+    assert {"spark.master", "spark.driver.memory", "spark.jars",
+            "spark.sql.extensions"} <= SESSION_KEYS
+    assert "spark.sql.shuffle.partitions" not in SESSION_KEYS
+    for key in sorted(SESSION_KEYS):
+        with pytest.raises(ValueError, match=re.escape(key)):
+            local_session(spark_conf={key: "x"})
+
+
 def test_unknown_keyword_raises_type_error_listing_the_valid_ones():
     with pytest.raises(TypeError) as info:
         hive_join_opts.configure(SparkSession.builder, skew_jion=False)

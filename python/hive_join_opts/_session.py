@@ -36,6 +36,15 @@ def _append_csv(current: str | None, item: str) -> str:
     return ",".join(items)
 
 
+# The settings configure() appends the extension to: Spark reads them only at start.
+_APPENDED_KEYS = ("spark.jars", "spark.sql.extensions")
+
+
+def _appended_at_start() -> dict[str, str]:
+    """What configure() appends to each of _APPENDED_KEYS."""
+    return dict(zip(_APPENDED_KEYS, (jar_path(), EXTENSION_CLASS), strict=True))
+
+
 def configure(builder, **flags: Any):
     """Adds the extension to a `SparkSession.builder` and returns the builder.
 
@@ -62,10 +71,8 @@ def configure(builder, **flags: Any):
             stacklevel=2,
         )
     options = getattr(builder, "_options", {})
-    builder = builder.config("spark.jars", _append_csv(options.get("spark.jars"), jar_path()))
-    builder = builder.config(
-        "spark.sql.extensions", _append_csv(options.get("spark.sql.extensions"), EXTENSION_CLASS)
-    )
+    for key, item in _appended_at_start().items():
+        builder = builder.config(key, _append_csv(options.get(key), item))
     for key, value in conf.items():
         builder = builder.config(key, value)
     return builder
@@ -220,11 +227,32 @@ def log4j_config() -> str:
     return os.environ.get("HIVE_JOIN_OPTS_LOG4J2") or str(Path(__file__).with_name("log4j2.properties"))
 
 
-# The settings local_session makes itself (the driver's memory: HIVE_JOIN_OPTS_DRIVER_MEMORY).
-SESSION_KEYS = frozenset({
-    "spark.master", "spark.app.name", "spark.driver.host", "spark.driver.bindAddress",
-    "spark.driver.memory", "spark.driver.extraJavaOptions", "spark.jars", "spark.sql.extensions",
-})
+def _own_settings(app_name: str, master: str, memory: str, java_options: str) -> dict[str, str]:
+    """The settings local_session makes itself, which its `spark_conf` may not change."""
+    return {
+        "spark.master": master,
+        "spark.app.name": app_name,
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        # Local mode runs the tasks in the driver JVM: give it room (default 1g is too little).
+        "spark.driver.memory": memory,
+        "spark.driver.extraJavaOptions": java_options,
+    }
+
+
+# local_session's settings that its `spark_conf` may change.
+_LOCAL_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "8",
+    # A table of many folders (one per day) is listed by the driver, not by a job of one task
+    # per folder, which on one machine takes over ten times as long.
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+}
+
+# The settings a local session's `spark_conf` may not name: its own and those configure() appends
+# to (the benchmark's JAR goes into spark.jars).
+SESSION_KEYS = frozenset(_own_settings("", "", "", "")) | frozenset(_APPENDED_KEYS)
 
 
 def local_session(
@@ -242,32 +270,24 @@ def local_session(
     `spark_conf`: further Spark settings for the session's start (none of SESSION_KEYS)."""
     from pyspark.sql import SparkSession
 
+    for key in spark_conf or {}:
+        if key in SESSION_KEYS:
+            raise ValueError(f"{key} is set by the local session itself; leave it out")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     memory = os.environ.get("HIVE_JOIN_OPTS_DRIVER_MEMORY", "6g")
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "8")
-        # A table of many folders (one per day) is listed by the driver, not by a job of one task
-        # per folder, which on one machine takes over ten times as long.
-        .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000")
-        # Local mode runs the tasks in the driver JVM: give it room (default 1g is too little).
-        .config("spark.driver.memory", memory)
-    )
     java_options = [f"-Xms{memory}"] if fixed_heap else []
     java_options.append(f"-Dlog4j2.configurationFile=file:{log4j_config()}")
-    builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
+    settings = {
+        **_own_settings(app_name, master, memory, " ".join(java_options)),
+        **_LOCAL_DEFAULTS,
+        **(spark_conf or {}),
+    }
     if bench:
         from ._jar import bench_jar_path
 
-        builder = builder.config("spark.jars", bench_jar_path())
-    for key, value in (spark_conf or {}).items():
-        if key in SESSION_KEYS:
-            raise ValueError(f"{key} is set by the local session itself; leave it out")
+        settings["spark.jars"] = bench_jar_path()
+    builder = SparkSession.builder
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = configure(builder, **flags).getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("HIVE_JOIN_OPTS_LOG_LEVEL", "WARN"))
