@@ -131,7 +131,7 @@ def test_configure_appends_jar_and_extension_without_overwriting():
     assert again._options["spark.jars"].count(hive_join_opts.jar_path()) == 1
 
 
-def test_local_session_refuses_a_spark_conf_of_its_own_settings_before_spark_starts():
+def test_local_session_refuses_a_spark_conf_naming_its_own_settings():
     from hive_join_opts._session import SESSION_KEYS, local_session
 
     # Its own settings and the two configure() appends to, not the ones a caller may change.
