@@ -239,8 +239,9 @@ def test_the_report_replays_on_64_slots_only_plans_made_for_them():
 
 
 def test_the_chart_of_a_run_planned_for_64_slots_plots_its_64_slot_ratios(tmp_path):
-    """Plans made for a 64-slot cluster run on the local cores in its tasks' time, not its wall
-    time: their chart plots the replay's ratio, where a run for the local cores plots wall time."""
+    """A run planned for 64 slots measures its tasks replayed on 64 slots, not the wall time of
+    its plans on the local cores: its chart plots the replay's ratios; a run planned for the
+    local cores plots wall time."""
     q9 = result("q9", [3000, 3000], [1000, 1000], fired=["SkewJoinRuntimeSplit"])
     # The extension's 64-slot replay no faster than Spark's, though its wall time is 3x.
     q9.extension_runs = [dataclasses.replace(r, sim64_ms=600.0) for r in q9.extension_runs]
