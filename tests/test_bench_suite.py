@@ -173,10 +173,7 @@ def test_the_report_compares_the_extension_with_spark_tuned():
     q9.tuned_runs[0].plan = "SortMergeJoin(skew=true) [k], [k], Inner"
     q1 = result("q1", [1000, 1000], [1000, 1000])
     q1.tuned_runs = [timed(1000), timed(1000)]
-    context = suite_report.Context(
-        suite="tpch-skew", scale=1, preset="heavy", runs=2, warmup=1, task_slots=64,
-        tuned_conf=suite.aqe_tuned(1), spark_version="4.2.1", master="local[2]",
-        shuffle_partitions="200", work_source="HiveJoinOpts.lastPlanningWorkJson")
+    context = tpch_skew_context(64)
     assert q9.ratio_vs_tuned == (2.0 + 3.0) / 2 and q9.tuned_split and not q1.tuned_split
     text = suite_report.markdown([q9, q1], context)
     assert "--skew-preset heavy --task-slots 64 --runs 2" in text.splitlines()[0]
@@ -196,11 +193,7 @@ def test_the_report_compares_with_spark_tuned_to_a_tenth_where_it_ran():
     q9 = result("q9", [3000, 3000], [1000, 1200])
     q9.tuned_runs = [timed(2000), timed(3600)]
     q9.tuned_tenth_runs = [timed(1500), timed(1500)]
-    context = suite_report.Context(
-        suite="tpch-skew", scale=1, preset="heavy", runs=2, warmup=1, task_slots=64,
-        tuned_conf=suite.aqe_tuned(1), tuned_tenth_conf=suite.aqe_tuned(0.1),
-        spark_version="4.2.1", master="local[2]", shuffle_partitions="200",
-        work_source="HiveJoinOpts.lastPlanningWorkJson")
+    context = tpch_skew_context(64, tuned_tenth_conf=suite.aqe_tuned(0.1))
     text = suite_report.markdown([q9], context)
     assert "and to a tenth of it, tuned÷10 (`skewedPartitionThresholdInBytes=262144`" in text, text
     assert "| q9 | 3.00 / 2.80 / 1.50 / 1.10 | 0.60 / 0.56 / 0.30 / 0.22 | 2.50x / 1.38x " \
@@ -215,10 +208,7 @@ def test_the_report_replays_on_64_slots_only_plans_made_for_them():
     q9 = result("q9", [3000, 3000], [1000, 1200])
     q9.tuned_runs = [timed(2000), timed(3600)]
     for slots in (None, 8, 64):
-        context = suite_report.Context(
-            suite="tpch-skew", scale=1, preset="heavy", runs=2, warmup=1, task_slots=slots,
-            tuned_conf=suite.aqe_tuned(1), spark_version="4.2.1", master="local[2]",
-            shuffle_partitions="200", work_source="HiveJoinOpts.lastPlanningWorkJson")
+        context = tpch_skew_context(slots)
         text = suite_report.markdown([q9], context)
         raw = suite_report.as_json([q9], context)["queries"][0]
         if slots == 64:
@@ -248,16 +238,22 @@ def test_the_chart_of_a_run_planned_for_64_slots_plots_its_64_slot_ratios(tmp_pa
     q1 = result("q1", [1000, 1000], [2000, 2000])
     for slots, ratios, axis in ((64, [("q1", 0.5), ("q9", 1.0)], "Spark's 64-slot time"),
                                 (None, [("q1", 0.5), ("q9", 3.0)], "Spark time")):
-        context = suite_report.Context(
-            suite="tpch-skew", scale=1, preset="heavy", runs=2, warmup=1, task_slots=slots,
-            tuned_conf=suite.aqe_tuned(1), spark_version="4.2.1", master="local[2]",
-            shuffle_partitions="200", work_source="HiveJoinOpts.lastPlanningWorkJson")
+        context = tpch_skew_context(slots)
         label, bars = suite_report.chart_bars([q9, q1], context)
         assert [(name, ratio) for name, ratio, _ in bars] == ratios
         assert [fired for name, _, fired in bars if name == "q9"] == [True]
         assert label.startswith(axis), label
     suite_report.chart([q9, q1], context, tmp_path / "tpch-skew.png")
     assert (tmp_path / "tpch-skew.png").stat().st_size > 0
+
+
+def tpch_skew_context(task_slots, **extra):
+    """The context of a TPC-H Skew run of 2 rounds against AQE tuned, planned for `task_slots`
+    (None: the local cores)."""
+    return suite_report.Context(
+        suite="tpch-skew", scale=1, preset="heavy", runs=2, warmup=1, task_slots=task_slots,
+        tuned_conf=suite.aqe_tuned(1), spark_version="4.2.1", master="local[2]",
+        shuffle_partitions="200", work_source="HiveJoinOpts.lastPlanningWorkJson", **extra)
 
 
 def timed(wall_ms, planning_ms=100.0, work_ms=10.0):
