@@ -236,13 +236,15 @@ def test_the_chart_of_a_run_planned_for_64_slots_plots_its_64_slot_ratios(tmp_pa
     # The extension's 64-slot replay no faster than Spark's, though its wall time is 3x.
     q9.extension_runs = [dataclasses.replace(r, sim64_ms=600.0) for r in q9.extension_runs]
     q1 = result("q1", [1000, 1000], [2000, 2000])
-    for slots, ratios, axis in ((64, [("q1", 0.5), ("q9", 1.0)], "Spark's 64-slot time"),
-                                (None, [("q1", 0.5), ("q9", 3.0)], "Spark time")):
+    for slots, ratios, axis, planned in (
+            (64, [("q1", 0.5), ("q9", 1.0)], "Spark's 64-slot time", True),
+            (None, [("q1", 0.5), ("q9", 3.0)], "Spark time", False)):
         context = tpch_skew_context(slots)
-        label, bars = suite_report.chart_bars([q9, q1], context)
+        title, label, bars = suite_report.chart_bars([q9, q1], context)
         assert [(name, ratio) for name, ratio, _ in bars] == ratios
         assert [fired for name, _, fired in bars if name == "q9"] == [True]
         assert label.startswith(axis), label
+        assert ("planned for 64 slots" in title) == planned, title
     suite_report.chart([q9, q1], context, tmp_path / "tpch-skew.png")
     assert (tmp_path / "tpch-skew.png").stat().st_size > 0
 

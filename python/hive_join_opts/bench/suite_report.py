@@ -321,17 +321,19 @@ def tuned_table(results: list[QueryResult], context: Context) -> list[str]:
 
 
 def chart_bars(results: list[QueryResult], context: Context
-               ) -> tuple[str, list[tuple[str, float, bool]]]:
-    """What the chart draws: the axis's label and, lowest first, each counted query's ratio to
-    Spark with whether a rule fired. Where every configuration was planned for REPLAY_SLOTS
-    slots, the ratio of their replay on those slots: the wall time on the local cores of plans
-    made for a cluster is not what the run measures."""
+               ) -> tuple[str, str, list[tuple[str, float, bool]]]:
+    """What the chart draws: its title, the axis's label and, lowest first, each counted query's
+    ratio to Spark with whether a rule fired. Where every configuration was planned for
+    REPLAY_SLOTS slots, the ratio of their replay on those slots: the wall time on the local
+    cores of plans made for a cluster is not what the run measures."""
     replayed = replays(context)
+    title = (f"{context.title}" + (f", planned for {REPLAY_SLOTS} slots" if replayed else "")
+             + f": a rule fired (blue) or not (gray); dashed line {SLOW_RATIO:.2f}")
     label = (f"Spark's {REPLAY_SLOTS}-slot time / hive-join-opts' (the runs' tasks replayed on "
              f"{REPLAY_SLOTS} slots)" if replayed else "Spark time / hive-join-opts time")
     bars = sorted(((r.name, r.sim64_ratio(SPARK) if replayed else r.ratio, bool(r.fired))
                    for r in results if r.counted), key=lambda bar: bar[1])
-    return f"{label} (above 1: the extension is faster)", bars
+    return title, f"{label} (above 1: the extension is faster)", bars
 
 
 def chart(results: list[QueryResult], context: Context, path: Path) -> None:
@@ -341,7 +343,7 @@ def chart(results: list[QueryResult], context: Context, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    label, bars = chart_bars(results, context)
+    title, label, bars = chart_bars(results, context)
     height = max(3.0, 0.16 * len(bars) + 1.4)
     fig, ax = plt.subplots(figsize=(7.5, height))
     ys = range(len(bars))
@@ -353,8 +355,7 @@ def chart(results: list[QueryResult], context: Context, path: Path) -> None:
     ax.set_yticklabels([name for name, _, _ in bars], fontsize=7 if len(bars) > 40 else 9)
     ax.set_ylim(-0.6, len(bars) - 0.4)
     ax.set_xlabel(label, fontsize=9)
-    ax.set_title(f"{context.title}: a rule fired (blue) or not (gray); "
-                 f"dashed line {SLOW_RATIO:.2f}", fontsize=10)
+    ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
