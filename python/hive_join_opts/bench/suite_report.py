@@ -327,7 +327,7 @@ def chart_bars(results: list[QueryResult], context: Context
     REPLAY_SLOTS slots, the ratio of their replay on those slots: the wall time on the local
     cores of plans made for a cluster is not what the run measures."""
     replayed = replays(context)
-    title = (f"{context.title}" + (f", planned for {REPLAY_SLOTS} slots" if replayed else "")
+    title = (context.title + (f", planned for {REPLAY_SLOTS} slots" if replayed else "")
              + f": a rule fired (blue) or not (gray); dashed line {SLOW_RATIO:.2f}")
     label = (f"Spark's {REPLAY_SLOTS}-slot time / hive-join-opts' (the runs' tasks replayed on "
              f"{REPLAY_SLOTS} slots)" if replayed else "Spark time / hive-join-opts time")
