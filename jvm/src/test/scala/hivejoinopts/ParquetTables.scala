@@ -23,17 +23,25 @@ trait ParquetTables extends HiveJoinOptsQueryTest {
 
   /**
    * Writes `df` as Parquet (or another `format`, with the writer's `options`) and registers it
-   * as the view `name`.
+   * as the view `name`; in the suite's folder, or in its subfolder `under`.
    */
   protected def table(
       name: String,
       df: DataFrame,
       options: Map[String, String] = Map.empty,
-      format: String = "parquet"): Unit = {
-    val path = new File(dir, name).getCanonicalPath
-    df.write.mode("overwrite").options(options).format(format).save(path)
-    spark.read.format(format).load(path).createOrReplaceTempView(name)
+      format: String = "parquet",
+      under: String = ""): Unit = {
+    df.write.mode("overwrite").options(options).format(format).save(tablePath(name, under))
+    readTable(name, format, under)
   }
+
+  /** Registers the view `name` over the table `table` wrote under `under` earlier. */
+  protected def readTable(name: String, format: String = "parquet", under: String = ""): Unit =
+    spark.read.format(format).load(tablePath(name, under)).createOrReplaceTempView(name)
+
+  /** Where the table `name` lives: its folder's last name is `name`, as scans are found by. */
+  protected def tablePath(name: String, under: String = ""): String =
+    new File(new File(dir, under), name).getCanonicalPath
 
   /**
    * `rows` rows in `files` files of small row groups: an int key `k` computed from `id` by `key`,

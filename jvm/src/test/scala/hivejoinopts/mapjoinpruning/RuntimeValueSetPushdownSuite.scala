@@ -62,7 +62,8 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
    * `orders` (id, month: 20 months of 1,000 ids each, id NULL on every 97th row with
    * `nullKeys`) and `items` (4 per order, `o` of `keyType`), both in small row groups (ORC: in
    * stripes of about 1,000 rows); the items sorted by order id, or in no order. `beyond`: keys
-   * (SQL of `keyType`) of one more order in month 7 and one item each.
+   * (SQL of `keyType`) of one more order in month 7 and one item each. Each layout is written
+   * once, in a folder of its own, and read again by the tests that ask for it later.
    */
   private def withOrders(
       sorted: Boolean = true,
@@ -71,6 +72,29 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       partitioned: Boolean = false,
       format: String = "parquet",
       beyond: Seq[String] = Nil)(f: => Unit): Unit = {
+    val layout = (sorted, keyType, nullKeys, partitioned, format, beyond)
+    val folder = layouts.getOrElse(layout, s"layout-${layouts.size}")
+    if (layouts.contains(layout)) {
+      readTable("orders", format, folder)
+      readTable("items", if (partitioned) "parquet" else format, folder)
+    } else {
+      writeOrders(sorted, keyType, nullKeys, partitioned, format, beyond, folder)
+      layouts(layout) = folder
+    }
+    f
+  }
+
+  /** The folder of each layout `withOrders` has written. */
+  private val layouts = scala.collection.mutable.Map[Any, String]()
+
+  private def writeOrders(
+      sorted: Boolean,
+      keyType: String,
+      nullKeys: Boolean,
+      partitioned: Boolean,
+      format: String,
+      beyond: Seq[String],
+      folder: String): Unit = {
     val small = if (format == "orc") {
       Map("orc.stripe.size" -> "1024", "orc.rows.between.memory.checks" -> "500")
     } else Map("parquet.block.size" -> "8192")
@@ -85,7 +109,7 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     table("orders", withBeyond(spark.range(0, Orders, 1, 4).selectExpr(s"${key(nullable)} AS id",
       s"CAST(id DIV 1000 AS INT) AS month", "id % 13 AS prio",
       s"CAST(id DIV 4000 AS INT) AS p"), k => s"$k AS id, 7 AS month, 0L AS prio, 1 AS p")
-      .sortWithinPartitions("id"), small, format)
+      .sortWithinPartitions("id"), small, format, folder)
     val itemRows = withBeyond(spark.range(0, items, 1, 4).selectExpr(
       s"${key(if (nullKeys) s"IF(id % 89 = 3, NULL, id DIV $ItemsPerOrder)"
         else s"id DIV $ItemsPerOrder")} AS o",
@@ -94,14 +118,13 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     val laid = if (sorted) itemRows.sortWithinPartitions("o")
       else itemRows.repartition(4).sortWithinPartitions("v")
     if (partitioned) {
-      val path = s"${java.nio.file.Files.createTempDirectory("items").toFile}/items"
-      laid.write.partitionBy("part").option("parquet.block.size", "8192").parquet(path)
-      spark.read.parquet(path).createOrReplaceTempView("items")
+      laid.write.partitionBy("part").option("parquet.block.size", "8192")
+        .parquet(tablePath("items", folder))
+      readTable("items", "parquet", folder)
     } else {
       table("items", if (sorted) laid else laid.selectExpr("o", "v", "part").orderBy("v")
-        .repartition(4), small, format)
+        .repartition(4), small, format, folder)
     }
-    f
   }
 
   test("many value sets at once: none waits on a thread that another holds, none gives up") {
