@@ -72,29 +72,31 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       partitioned: Boolean = false,
       format: String = "parquet",
       beyond: Seq[String] = Nil)(f: => Unit): Unit = {
-    val layout = (sorted, keyType, nullKeys, partitioned, format, beyond)
+    val layout = Layout(sorted, keyType, nullKeys, partitioned, format, beyond)
     val folder = layouts.getOrElse(layout, s"layout-${layouts.size}")
     if (layouts.contains(layout)) {
       readTable("orders", format, folder)
       readTable("items", if (partitioned) "parquet" else format, folder)
     } else {
-      writeOrders(sorted, keyType, nullKeys, partitioned, format, beyond, folder)
+      writeOrders(layout, folder)
       layouts(layout) = folder
     }
     f
   }
 
-  /** The folder of each layout `withOrders` has written. */
-  private val layouts = scala.collection.mutable.Map[Any, String]()
-
-  private def writeOrders(
+  private case class Layout(
       sorted: Boolean,
       keyType: String,
       nullKeys: Boolean,
       partitioned: Boolean,
       format: String,
-      beyond: Seq[String],
-      folder: String): Unit = {
+      beyond: Seq[String])
+
+  /** The folder of each layout `withOrders` has written. */
+  private val layouts = scala.collection.mutable.Map[Layout, String]()
+
+  private def writeOrders(layout: Layout, folder: String): Unit = {
+    import layout._
     val small = if (format == "orc") {
       Map("orc.stripe.size" -> "1024", "orc.rows.between.memory.checks" -> "500")
     } else Map("parquet.block.size" -> "8192")
