@@ -73,13 +73,14 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       format: String = "parquet",
       beyond: Seq[String] = Nil)(f: => Unit): Unit = {
     val layout = Layout(sorted, keyType, nullKeys, partitioned, format, beyond)
-    val folder = layouts.getOrElse(layout, s"layout-${layouts.size}")
-    if (layouts.contains(layout)) {
-      readTable("orders", format, folder)
-      readTable("items", if (partitioned) "parquet" else format, folder)
-    } else {
-      writeOrders(layout, folder)
-      layouts(layout) = folder
+    layouts.get(layout) match {
+      case Some(folder) =>
+        readTable("orders", format, folder)
+        readTable("items", layout.itemsFormat, folder)
+      case None =>
+        val folder = s"layout-${layouts.size}"
+        writeOrders(layout, folder)
+        layouts(layout) = folder
     }
     f
   }
@@ -90,7 +91,10 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
       nullKeys: Boolean,
       partitioned: Boolean,
       format: String,
-      beyond: Seq[String])
+      beyond: Seq[String]) {
+    /** Partitioned items are written as Parquet, whatever the orders' format. */
+    def itemsFormat: String = if (partitioned) "parquet" else format
+  }
 
   /** The folder of each layout `withOrders` has written. */
   private val layouts = scala.collection.mutable.Map[Layout, String]()
@@ -120,9 +124,9 @@ class RuntimeValueSetPushdownSuite extends MapJoinPruningSuiteBase {
     val laid = if (sorted) itemRows.sortWithinPartitions("o")
       else itemRows.repartition(4).sortWithinPartitions("v")
     if (partitioned) {
-      laid.write.partitionBy("part").option("parquet.block.size", "8192")
-        .parquet(tablePath("items", folder))
-      readTable("items", "parquet", folder)
+      laid.write.partitionBy("part").option("parquet.block.size", "8192").format(itemsFormat)
+        .save(tablePath("items", folder))
+      readTable("items", itemsFormat, folder)
     } else {
       table("items", if (sorted) laid else laid.selectExpr("o", "v", "part").orderBy("v")
         .repartition(4), small, format, folder)
